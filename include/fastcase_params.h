@@ -1,0 +1,53 @@
+/*
+ * vfs_fastcase: per-share parameters
+ *
+ * Parsing is kept apart from smbd's loadparm so that it can be unit tested:
+ * the VFS glue collects the raw "fastcase:" strings of a share and this
+ * file turns them into a config, or names the parameter that is wrong.
+ *
+ * Copyright (C) vfs_fastcase developers 2026
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 3 of the License, or
+ * (at your option) any later version.
+ */
+
+#ifndef _FASTCASE_PARAMS_H_
+#define _FASTCASE_PARAMS_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "fastcase_fold.h"
+
+#define FASTCASE_PARAM_PREFIX "fastcase"
+
+#define FASTCASE_DEFAULT_CACHE_SIZE (256ULL * 1024 * 1024)
+#define FASTCASE_DEFAULT_WATCH_LIMIT 4096
+
+struct fastcase_config {
+	struct fastcase_fold_rules rules;
+	const char *cache_file;		/* NULL: Samba's cache dir */
+	uint64_t cache_size;		/* bytes the cache file may grow to */
+	unsigned watch_limit;		/* watched directories per process */
+};
+
+/* The names of every parameter, NULL-terminated. */
+extern const char *const fastcase_param_names[];
+
+/*
+ * Parse one parameter value into cfg. Returns 0, or EINVAL for a malformed
+ * value (with *why set to a static explanation), or ENOENT for a name that
+ * is not a fastcase parameter.
+ */
+int fastcase_param_set(struct fastcase_config *cfg, const char *name,
+		       const char *value, const char **why);
+
+/* The defaults. */
+void fastcase_config_init(struct fastcase_config *cfg);
+
+/* Cross-parameter checks after every value is set. */
+int fastcase_config_check(const struct fastcase_config *cfg,
+			  const char **bad_param, const char **why);
+
+#endif /* _FASTCASE_PARAMS_H_ */

@@ -1,0 +1,170 @@
+/*
+ * vfs_fastcase: per-share parameters
+ *
+ * Copyright (C) vfs_fastcase developers 2026
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 3 of the License, or
+ * (at your option) any later version.
+ */
+
+#include "replace.h"
+#include "fastcase_params.h"
+
+#include <ctype.h>
+
+const char *const fastcase_param_names[] = {
+	"fold",
+	"language",
+	"normalize",
+	"cache file",
+	"cache size",
+	"watch limit",
+	NULL,
+};
+
+void fastcase_config_init(struct fastcase_config *cfg)
+{
+	*cfg = (struct fastcase_config) {
+		.rules = {
+			.mode = FASTCASE_FOLD_WINDOWS,
+			.normalize = FASTCASE_NORMALIZE_NONE,
+		},
+		.cache_file = NULL,
+		.cache_size = FASTCASE_DEFAULT_CACHE_SIZE,
+		.watch_limit = FASTCASE_DEFAULT_WATCH_LIMIT,
+	};
+}
+
+/* A size such as 4096, 64K, 256M or 2G. Anything else is malformed. */
+static bool parse_size(const char *value, uint64_t *size)
+{
+	unsigned long long n;
+	char *end = NULL;
+	uint64_t mult = 1;
+
+	if (!isdigit((unsigned char)value[0])) {
+		return false;
+	}
+	errno = 0;
+	n = strtoull(value, &end, 10);
+	if (errno != 0) {
+		return false;
+	}
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		mult = 1024;
+		end++;
+		break;
+	case 'm': case 'M':
+		mult = 1024 * 1024;
+		end++;
+		break;
+	case 'g': case 'G':
+		mult = 1024 * 1024 * 1024;
+		end++;
+		break;
+	default:
+		return false;
+	}
+	if (*end != '\0' || n > UINT64_MAX / mult) {
+		return false;
+	}
+	*size = n * mult;
+	return true;
+}
+
+/* ISO 639 codes are two or three lower-case letters. */
+static bool valid_language(const char *value)
+{
+	size_t i, n = strlen(value);
+
+	if (n < 2 || n > 3) {
+		return false;
+	}
+	for (i = 0; i < n; i++) {
+		if (value[i] < 'a' || value[i] > 'z') {
+			return false;
+		}
+	}
+	return true;
+}
+
+int fastcase_param_set(struct fastcase_config *cfg, const char *name,
+		       const char *value, const char **why)
+{
+	uint64_t n;
+
+	if (strcasecmp(name, "fold") == 0) {
+		if (strcasecmp(value, "windows") == 0) {
+			cfg->rules.mode = FASTCASE_FOLD_WINDOWS;
+		} else if (strcasecmp(value, "unicode") == 0) {
+			cfg->rules.mode = FASTCASE_FOLD_UNICODE;
+		} else {
+			*why = "expected \"windows\" or \"unicode\"";
+			return EINVAL;
+		}
+		return 0;
+	}
+	if (strcasecmp(name, "language") == 0) {
+		if (value[0] != '\0' && !valid_language(value)) {
+			*why = "expected an ISO 639 code such as \"tr\"";
+			return EINVAL;
+		}
+		strlcpy(cfg->rules.language, value,
+			sizeof(cfg->rules.language));
+		return 0;
+	}
+	if (strcasecmp(name, "normalize") == 0) {
+		if (strcasecmp(value, "none") == 0) {
+			cfg->rules.normalize = FASTCASE_NORMALIZE_NONE;
+		} else if (strcasecmp(value, "nfc") == 0) {
+			cfg->rules.normalize = FASTCASE_NORMALIZE_NFC;
+		} else {
+			*why = "expected \"none\" or \"nfc\"";
+			return EINVAL;
+		}
+		return 0;
+	}
+	if (strcasecmp(name, "cache file") == 0) {
+		if (value[0] != '/') {
+			*why = "expected an absolute path";
+			return EINVAL;
+		}
+		cfg->cache_file = value;
+		return 0;
+	}
+	if (strcasecmp(name, "cache size") == 0) {
+		if (!parse_size(value, &n) || n < 1024 * 1024) {
+			*why = "expected a size of at least 1M, such as 256M";
+			return EINVAL;
+		}
+		cfg->cache_size = n;
+		return 0;
+	}
+	if (strcasecmp(name, "watch limit") == 0) {
+		if (!parse_size(value, &n) || n > 1000000) {
+			*why = "expected a number of directories, 0 to 1000000";
+			return EINVAL;
+		}
+		cfg->watch_limit = n;
+		return 0;
+	}
+	*why = "unknown parameter";
+	return ENOENT;
+}
+
+int fastcase_config_check(const struct fastcase_config *cfg,
+			  const char **bad_param, const char **why)
+{
+	if (cfg->rules.language[0] != '\0' &&
+	    cfg->rules.mode != FASTCASE_FOLD_UNICODE) {
+		*bad_param = "language";
+		*why = "needs fastcase:fold = unicode";
+		return EINVAL;
+	}
+	return 0;
+}

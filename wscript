@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+#
+# vfs_fastcase: waf build description.
+#
+# Run through ./waf, which prepares the Samba source tree of the installed
+# smbd version and hands over to that tree's waf (buildtools/bin/waf).
+#
+# Commands:
+#   ./waf build      build/fastcase.so, the tools and the unit tests
+#   ./waf test       build, then run every test (unit and integration)
+#   ./waf demo       build, then serve a demo share on 127.0.0.1
+#   ./waf install    install module, tools and man page in Debian's paths
+#   ./waf bench      benchmarks (--quick for a short run)
+#   ./waf torture    smbtorture, stock against fastcase, side by side
+
+import os
+import subprocess
+import sys
+
+from waflib import Build, Context, Errors, Logs, Options
+
+APPNAME = 'vfs_fastcase'
+VERSION = '0.1.0'
+
+top = '.'
+out = 'build'
+
+SAMBA_INCLUDES = ['source3', 'source3/include', 'lib/replace', '.',
+		  'bin/default', 'bin/default/include', 'include']
+SAMBA_DEFINES = ['_SAMBA_BUILD_=4', 'HAVE_CONFIG_H=1', '_GNU_SOURCE=1',
+		 '_XOPEN_SOURCE_EXTENDED=1', '__STDC_WANT_LIB_EXT1__=1',
+		 '_REENTRANT']
+
+ENGINE_SOURCES = ['modules/fastcase_fold.c',
+		  'modules/fastcase_params.c']
+
+UNIT_TESTS = []
+
+
+def options(opt):
+	opt.load('compiler_c')
+	opt.add_option('--quick', action='store_true', default=False,
+		       help='bench: a short run for development')
+	opt.add_option('--sanitize', action='store_true', default=False,
+		       help='configure: build with ASan and UBSan')
+	opt.add_option('--filter', action='store', default='',
+		       help='test: run only tests whose name contains this')
+	opt.add_option('--unit-only', action='store_true', default=False,
+		       help='test: run the unit tests only')
+
+
+def smbd_build_value(name):
+	"""A path compiled into the installed smbd (smbd -b)."""
+	text = subprocess.run(['smbd', '-b'], capture_output=True,
+			      text=True, check=True).stdout
+	for line in text.splitlines():
+		line = line.strip()
+		if line.startswith(name + ':'):
+			return line.split(':', 1)[1].strip()
+	raise Errors.ConfigurationError('smbd -b does not report %s' % name)
+
+
+def configure(conf):
+	tree = os.environ.get('FASTCASE_SAMBA_TREE')
+	if not tree:
+		conf.fatal('run ./waf, not the Samba waf directly: '
+			   'FASTCASE_SAMBA_TREE is not set')
+	conf.env.SAMBA_TREE = tree
+	conf.env.SAMBA_VERSION = os.environ.get('FASTCASE_SAMBA_VERSION', '')
+	conf.load('compiler_c')
+	for pkg in ['talloc', 'tdb', 'tevent', 'cmocka']:
+		conf.check_cfg(package=pkg, args='--cflags --libs',
+			       uselib_store=pkg.upper())
+	# Samba's own libraries, for its charset and debug code: the public
+	# libsamba-util has no development symlink without samba-dev, and the
+	# debug code lives in a private library next to the modules.
+	conf.env.LIB_SAMBA_UTIL = [':libsamba-util.so.0',
+				   ':libsamba-debug-samba4.so.0']
+	conf.env.MODULESDIR = smbd_build_value('MODULESDIR')
+	conf.env.LIBPATH_SAMBA_UTIL = [conf.env.MODULESDIR]
+	conf.env.RPATH_SAMBA_UTIL = [conf.env.MODULESDIR]
+	conf.check(lib='unistring', header_name='unicase.h',
+		   uselib_store='UNISTRING')
+	conf.env.INCLUDES_SAMBA = [os.path.join(tree, d)
+				   for d in SAMBA_INCLUDES]
+	conf.env.DEFINES_SAMBA = SAMBA_DEFINES
+	conf.env.CACHEDIR = smbd_build_value('CACHEDIR')
+	conf.env.SBINDIR = smbd_build_value('SBINDIR')
+	conf.env.cshlib_PATTERN = '%s.so'
+	conf.env.append_value('CFLAGS', ['-O2', '-g', '-Wall', '-Wextra',
+					 '-Wno-unused-parameter',
+					 '-Wno-sign-compare',
+					 '-Wno-missing-field-initializers',
+					 '-fno-strict-aliasing'])
+	if Options.options.sanitize:
+		san = ['-fsanitize=address,undefined',
+		       '-fno-omit-frame-pointer']
+		conf.env.append_value('CFLAGS', san)
+		conf.env.append_value('LINKFLAGS', san)
+		conf.env.SANITIZE = True
+
+
+def build(bld):
+	uses = 'SAMBA TALLOC TDB TEVENT UNISTRING SAMBA_UTIL'
+	bld.objects(source=ENGINE_SOURCES, target='fastcase_engine',
+		    includes='include', cflags=['-fPIC', '-fvisibility=hidden'],
+		    use=uses)
+	bld.shlib(source=['modules/vfs_fastcase.c'], target='fastcase',
+		  includes='include', cflags=['-fvisibility=hidden'],
+		  use='fastcase_engine ' + uses,
+		  install_path='${MODULESDIR}/vfs')
+	for t in UNIT_TESTS:
+		bld.program(source=['tests/unit/%s.c' % t],
+			    target='tests/unit/%s' % t,
+			    includes='include modules',
+			    use='fastcase_engine CMOCKA ' + uses,
+			    install_path=None)
+	if bld.cmd == 'test':
+		bld.add_post_fun(run_tests)
+	elif bld.cmd == 'demo':
+		bld.add_post_fun(run_demo)
+
+
+def _run(cmd, **kw):
+	Logs.info('+ %s' % ' '.join(cmd))
+	return subprocess.call(cmd, **kw)
+
+
+def run_tests(bld):
+	top_dir = bld.path.abspath()
+	out_dir = bld.bldnode.abspath()
+	passed = failed = 0
+	filt = Options.options.filter
+	for t in UNIT_TESTS:
+		if filt and filt not in t:
+			continue
+		rc = _run([os.path.join(out_dir, 'tests/unit', t)])
+		if rc == 0:
+			passed += 1
+		else:
+			failed += 1
+			Logs.error('unit test %s failed (exit %d)' % (t, rc))
+	if not Options.options.unit_only:
+		cmd = [sys.executable,
+		       os.path.join(top_dir, 'tests/integration/run.py'),
+		       '--build', out_dir]
+		if filt:
+			cmd += ['--filter', filt]
+		rc = _run(cmd)
+		if rc == 0:
+			passed += 1
+		else:
+			failed += 1
+			Logs.error('integration tests failed (exit %d)' % rc)
+	print('suites: %d passed, %d failed' % (passed, failed))
+	if failed:
+		raise Errors.WafError('%d test suite(s) failed' % failed)
+
+
+def run_demo(bld):
+	script = os.path.join(bld.path.abspath(), 'tests/integration/demo.py')
+	rc = _run([sys.executable, script, '--build', bld.bldnode.abspath()])
+	if rc:
+		raise Errors.WafError('demo exited with %d' % rc)
+
+
+class TestContext(Build.BuildContext):
+	'''build, then run every test'''
+	cmd = 'test'
+	fun = 'build'
+
+
+class DemoContext(Build.BuildContext):
+	'''build, then serve a demo share on 127.0.0.1 (foreground)'''
+	cmd = 'demo'
+	fun = 'build'
