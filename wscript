@@ -32,6 +32,9 @@ SAMBA_DEFINES = ['_SAMBA_BUILD_=4', 'HAVE_CONFIG_H=1', '_GNU_SOURCE=1',
 		 '_REENTRANT']
 
 ENGINE_SOURCES = ['modules/fastcase_fold.c',
+		  'modules/fastcase_cache.c',
+		  'modules/fastcase_watch.c',
+		  'modules/fastcase_engine.c',
 		  'modules/fastcase_params.c']
 
 UNIT_TESTS = []

@@ -9,10 +9,28 @@
  * (at your option) any later version.
  */
 
+/*
+ * The VFS glue: reads the share's parameters, owns the share's engine and
+ * feeds it from smbd's hooks. All caching logic lives in the engine
+ * (fastcase_engine.c), which knows nothing of smbd.
+ *
+ * Hooks:
+ * - get_real_filename_at: smbd asks for the on-disk spelling after an
+ *   exact-case miss. The engine answers from the cache; NOT_SUPPORTED
+ *   hands the question back to smbd's full scan.
+ * - openat (O_CREAT|O_EXCL) and mkdirat: a name that folds equal to an
+ *   existing one is refused with EEXIST, under the directory's lock, so
+ *   concurrent case-variant creates yield one file.
+ * - unlinkat, renameat, symlinkat, linkat, mknodat: the changed names are
+ *   brought into the cache at once.
+ */
+
 #include "includes.h"
 #include "smbd/smbd.h"
+#include "lib/global_contexts.h"
 #include "system/filesys.h"
 #include "lib/param/loadparm.h"
+#include "fastcase_engine.h"
 #include "fastcase_params.h"
 
 #undef DBGC_CLASS
@@ -83,10 +101,80 @@ static bool fastcase_load_config(struct vfs_handle_struct *handle,
 	return true;
 }
 
+struct fastcase_share {
+	struct fastcase_config cfg;
+	struct fastcase_engine *engine;
+	struct tevent_fd *watch_fde;
+	bool authoritative;	/* answer even when smbd would scan */
+};
+
+static int fastcase_share_destructor(struct fastcase_share *share)
+{
+	/* the event must go before the engine closes the fd */
+	TALLOC_FREE(share->watch_fde);
+	TALLOC_FREE(share->engine);
+	return 0;
+}
+
+static void fastcase_watch_handler(struct tevent_context *ev,
+				   struct tevent_fd *fde, uint16_t flags,
+				   void *private_data)
+{
+	struct fastcase_share *share = talloc_get_type_abort(
+		private_data, struct fastcase_share);
+
+	/* apply events while idle, so the queue never overflows */
+	fastcase_engine_process_events(share->engine);
+}
+
+static bool fastcase_start_engine(struct vfs_handle_struct *handle,
+				  struct fastcase_share *share)
+{
+	struct fastcase_engine_options opts = {
+		.rules = share->cfg.rules,
+		.cache_size = share->cfg.cache_size,
+		.watch_limit = share->cfg.watch_limit,
+		.log_name = lp_const_servicename(SNUM(handle->conn)),
+	};
+	char *path = NULL;
+	int ret, fd;
+
+	if (share->cfg.cache_file != NULL) {
+		path = talloc_strdup(share, share->cfg.cache_file);
+	} else {
+		path = cache_path(share, "fastcase.tdb");
+	}
+	if (path == NULL) {
+		return false;
+	}
+	opts.cache_path = path;
+
+	/* The cache file is shared by every user's smbd: open as root. */
+	become_root();
+	ret = fastcase_engine_create(share, &opts, &share->engine);
+	unbecome_root();
+	TALLOC_FREE(path);
+	if (ret != 0) {
+		return false;
+	}
+
+	fd = fastcase_engine_watch_fd(share->engine);
+	if (fd != -1) {
+		share->watch_fde = tevent_add_fd(global_event_context(),
+						 share, fd, TEVENT_FD_READ,
+						 fastcase_watch_handler,
+						 share);
+		if (share->watch_fde == NULL) {
+			return false;
+		}
+	}
+	return true;
+}
+
 static int fastcase_connect(struct vfs_handle_struct *handle,
 			    const char *service, const char *user)
 {
-	struct fastcase_config *cfg = NULL;
+	struct fastcase_share *share = NULL;
 	int ret;
 
 	ret = SMB_VFS_NEXT_CONNECT(handle, service, user);
@@ -94,29 +182,351 @@ static int fastcase_connect(struct vfs_handle_struct *handle,
 		return ret;
 	}
 
-	cfg = talloc_zero(handle->conn, struct fastcase_config);
-	if (cfg == NULL) {
+	share = talloc_zero(handle->conn, struct fastcase_share);
+	if (share == NULL) {
 		SMB_VFS_NEXT_DISCONNECT(handle);
 		errno = ENOMEM;
 		return -1;
 	}
-	if (!fastcase_load_config(handle, cfg)) {
-		TALLOC_FREE(cfg);
+	talloc_set_destructor(share, fastcase_share_destructor);
+	if (!fastcase_load_config(handle, &share->cfg)) {
+		TALLOC_FREE(share);
 		SMB_VFS_NEXT_DISCONNECT(handle);
 		errno = EINVAL;
 		return -1;
 	}
-	SMB_VFS_HANDLE_SET_DATA(handle, cfg, NULL,
-				struct fastcase_config, return -1);
+	share->authoritative =
+		share->cfg.rules.mode != FASTCASE_FOLD_WINDOWS ||
+		share->cfg.rules.normalize != FASTCASE_NORMALIZE_NONE;
+
+	if (!fastcase_start_engine(handle, share)) {
+		TALLOC_FREE(share);
+		SMB_VFS_NEXT_DISCONNECT(handle);
+		errno = ENOMEM;
+		return -1;
+	}
+
+	/*
+	 * smbd's per-process real-name memcache (GETREALFILENAME_CACHE,
+	 * under "stat cache") keeps the spelling of a name after a local
+	 * program deleted it, and a create then takes that old spelling.
+	 * The engine's cache is shared and kept exact, so the memcache only
+	 * adds stale answers: switch it off in processes that serve a
+	 * fastcase share.
+	 */
+	if (lp_stat_cache()) {
+		lp_set_cmdline("stat cache", "no");
+		DBG_INFO("share [%s]: \"stat cache\" off in this smbd "
+			 "process\n", service);
+	}
+
+	SMB_VFS_HANDLE_SET_DATA(handle, share, NULL,
+				struct fastcase_share, return -1);
 	return 0;
+}
+
+/*
+ * The fd of a directory fsp, opening "." for the share's working
+ * directory, which smbd represents by AT_FDCWD. *tmp_fd is to be closed.
+ */
+static int fastcase_dir_fd(const struct files_struct *dirfsp, int *tmp_fd)
+{
+	int fd = fsp_get_pathref_fd(dirfsp);
+
+	*tmp_fd = -1;
+	if (fd == AT_FDCWD) {
+		fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		*tmp_fd = fd;
+	}
+	return fd;
+}
+
+static NTSTATUS fastcase_get_real_filename_at(
+	struct vfs_handle_struct *handle,
+	struct files_struct *dirfsp,
+	const char *name,
+	TALLOC_CTX *mem_ctx,
+	char **found_name)
+{
+	struct fastcase_share *share = NULL;
+	enum fastcase_result res;
+	int fd, tmp_fd;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return NT_STATUS_INTERNAL_ERROR);
+
+	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
+	if (fd == -1) {
+		return SMB_VFS_NEXT_GET_REAL_FILENAME_AT(
+			handle, dirfsp, name, mem_ctx, found_name);
+	}
+	res = fastcase_engine_lookup(share->engine, fd, name, mem_ctx,
+				     found_name);
+	if (res == FASTCASE_UNKNOWN && share->authoritative) {
+		/* smbd's scan would compare by its own rule: scan here */
+		res = fastcase_engine_scan(share->engine, fd, name, mem_ctx,
+					   found_name);
+	}
+	if (tmp_fd != -1) {
+		close(tmp_fd);
+	}
+	switch (res) {
+	case FASTCASE_FOUND:
+		return NT_STATUS_OK;
+	case FASTCASE_NOT_FOUND:
+		return NT_STATUS_OBJECT_NAME_NOT_FOUND;
+	case FASTCASE_UNKNOWN:
+		break;
+	}
+	return SMB_VFS_NEXT_GET_REAL_FILENAME_AT(
+		handle, dirfsp, name, mem_ctx, found_name);
+}
+
+/*
+ * Run fn with the parent directory and last component of smb_fname
+ * relative to dirfsp; smbd sometimes passes a path below the share's
+ * working directory rather than a single name.
+ */
+static void fastcase_note_changed(struct fastcase_share *share,
+				  const struct files_struct *dirfsp,
+				  const struct smb_filename *smb_fname)
+{
+	const char *path = smb_fname->base_name;
+	const char *slash = strrchr(path, '/');
+	int fd, tmp_fd, parent_fd = -1;
+
+	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
+	if (fd == -1) {
+		return;
+	}
+	if (slash != NULL) {
+		char *parent = talloc_strndup(talloc_tos(), path,
+					      slash - path);
+
+		if (parent != NULL) {
+			parent_fd = openat(fd, parent[0] != '\0' ? parent : "/",
+					   O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+		TALLOC_FREE(parent);
+		if (parent_fd != -1) {
+			fastcase_engine_name_changed(share->engine,
+						     parent_fd, slash + 1);
+			close(parent_fd);
+		}
+	} else {
+		fastcase_engine_name_changed(share->engine, fd, path);
+	}
+	if (tmp_fd != -1) {
+		close(tmp_fd);
+	}
+}
+
+static bool is_single_name(const struct smb_filename *smb_fname)
+{
+	return strchr(smb_fname->base_name, '/') == NULL &&
+	       smb_fname->stream_name == NULL;
+}
+
+static int fastcase_openat(struct vfs_handle_struct *handle,
+			   const struct files_struct *dirfsp,
+			   const struct smb_filename *smb_fname,
+			   struct files_struct *fsp,
+			   const struct vfs_open_how *how)
+{
+	struct fastcase_share *share = NULL;
+	struct fastcase_create op;
+	char *existing = NULL;
+	int fd, tmp_fd, ret, saved_errno;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return -1);
+
+	/* smbd always creates with O_EXCL; anything else opens */
+	if ((how->flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ||
+	    !is_single_name(smb_fname)) {
+		return SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
+	}
+	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
+	if (fd == -1) {
+		return SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
+	}
+	ret = fastcase_engine_create_begin(share->engine, fd,
+					   smb_fname->base_name, &op,
+					   talloc_tos(), &existing);
+	if (ret == EEXIST) {
+		DBG_INFO("create of [%s] refused: [%s] exists\n",
+			 smb_fname->base_name, existing);
+		TALLOC_FREE(existing);
+		if (tmp_fd != -1) {
+			close(tmp_fd);
+		}
+		errno = EEXIST;
+		return -1;
+	}
+	ret = SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
+	saved_errno = errno;
+	fastcase_engine_create_end(share->engine, &op, smb_fname->base_name,
+				   ret != -1);
+	if (tmp_fd != -1) {
+		close(tmp_fd);
+	}
+	errno = saved_errno;
+	return ret;
+}
+
+static int fastcase_mkdirat(struct vfs_handle_struct *handle,
+			    struct files_struct *dirfsp,
+			    const struct smb_filename *smb_fname,
+			    mode_t mode)
+{
+	struct fastcase_share *share = NULL;
+	struct fastcase_create op;
+	char *existing = NULL;
+	int fd, tmp_fd, ret, saved_errno;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return -1);
+
+	if (!is_single_name(smb_fname)) {
+		ret = SMB_VFS_NEXT_MKDIRAT(handle, dirfsp, smb_fname, mode);
+		if (ret == 0) {
+			fastcase_note_changed(share, dirfsp, smb_fname);
+		}
+		return ret;
+	}
+	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
+	if (fd == -1) {
+		return SMB_VFS_NEXT_MKDIRAT(handle, dirfsp, smb_fname, mode);
+	}
+	ret = fastcase_engine_create_begin(share->engine, fd,
+					   smb_fname->base_name, &op,
+					   talloc_tos(), &existing);
+	if (ret == EEXIST) {
+		TALLOC_FREE(existing);
+		if (tmp_fd != -1) {
+			close(tmp_fd);
+		}
+		errno = EEXIST;
+		return -1;
+	}
+	ret = SMB_VFS_NEXT_MKDIRAT(handle, dirfsp, smb_fname, mode);
+	saved_errno = errno;
+	fastcase_engine_create_end(share->engine, &op, smb_fname->base_name,
+				   ret == 0);
+	if (tmp_fd != -1) {
+		close(tmp_fd);
+	}
+	errno = saved_errno;
+	return ret;
+}
+
+#define FASTCASE_GET_SHARE(handle, share) \
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share, \
+				return -1)
+
+static int fastcase_unlinkat(struct vfs_handle_struct *handle,
+			     struct files_struct *dirfsp,
+			     const struct smb_filename *smb_fname,
+			     int flags)
+{
+	struct fastcase_share *share = NULL;
+	int ret, saved_errno;
+
+	FASTCASE_GET_SHARE(handle, share);
+	ret = SMB_VFS_NEXT_UNLINKAT(handle, dirfsp, smb_fname, flags);
+	if (ret == 0 && smb_fname->stream_name == NULL) {
+		saved_errno = errno;
+		fastcase_note_changed(share, dirfsp, smb_fname);
+		errno = saved_errno;
+	}
+	return ret;
+}
+
+static int fastcase_renameat(struct vfs_handle_struct *handle,
+			     struct files_struct *srcdir_fsp,
+			     const struct smb_filename *smb_fname_src,
+			     struct files_struct *dstdir_fsp,
+			     const struct smb_filename *smb_fname_dst)
+{
+	struct fastcase_share *share = NULL;
+	int ret;
+
+	FASTCASE_GET_SHARE(handle, share);
+	ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
+				    dstdir_fsp, smb_fname_dst);
+	if (ret == 0 && smb_fname_src->stream_name == NULL) {
+		fastcase_note_changed(share, srcdir_fsp, smb_fname_src);
+		fastcase_note_changed(share, dstdir_fsp, smb_fname_dst);
+	}
+	return ret;
+}
+
+static int fastcase_symlinkat(struct vfs_handle_struct *handle,
+			      const struct smb_filename *link_contents,
+			      struct files_struct *dirfsp,
+			      const struct smb_filename *new_smb_fname)
+{
+	struct fastcase_share *share = NULL;
+	int ret;
+
+	FASTCASE_GET_SHARE(handle, share);
+	ret = SMB_VFS_NEXT_SYMLINKAT(handle, link_contents, dirfsp,
+				     new_smb_fname);
+	if (ret == 0) {
+		fastcase_note_changed(share, dirfsp, new_smb_fname);
+	}
+	return ret;
+}
+
+static int fastcase_linkat(struct vfs_handle_struct *handle,
+			   struct files_struct *srcfsp,
+			   const struct smb_filename *old_smb_fname,
+			   struct files_struct *dstfsp,
+			   const struct smb_filename *new_smb_fname,
+			   int flags)
+{
+	struct fastcase_share *share = NULL;
+	int ret;
+
+	FASTCASE_GET_SHARE(handle, share);
+	ret = SMB_VFS_NEXT_LINKAT(handle, srcfsp, old_smb_fname, dstfsp,
+				  new_smb_fname, flags);
+	if (ret == 0) {
+		fastcase_note_changed(share, dstfsp, new_smb_fname);
+	}
+	return ret;
+}
+
+static int fastcase_mknodat(struct vfs_handle_struct *handle,
+			    struct files_struct *dirfsp,
+			    const struct smb_filename *smb_fname,
+			    mode_t mode,
+			    SMB_DEV_T dev)
+{
+	struct fastcase_share *share = NULL;
+	int ret;
+
+	FASTCASE_GET_SHARE(handle, share);
+	ret = SMB_VFS_NEXT_MKNODAT(handle, dirfsp, smb_fname, mode, dev);
+	if (ret == 0) {
+		fastcase_note_changed(share, dirfsp, smb_fname);
+	}
+	return ret;
 }
 
 static struct vfs_fn_pointers vfs_fastcase_fns = {
 	.connect_fn = fastcase_connect,
+	.get_real_filename_at_fn = fastcase_get_real_filename_at,
+	.openat_fn = fastcase_openat,
+	.mkdirat_fn = fastcase_mkdirat,
+	.unlinkat_fn = fastcase_unlinkat,
+	.renameat_fn = fastcase_renameat,
+	.symlinkat_fn = fastcase_symlinkat,
+	.linkat_fn = fastcase_linkat,
+	.mknodat_fn = fastcase_mknodat,
 };
 
-static_decl_vfs;
-NTSTATUS vfs_fastcase_init(TALLOC_CTX *ctx);
+NTSTATUS samba_init_module(TALLOC_CTX *ctx);
 _PUBLIC_ NTSTATUS samba_init_module(TALLOC_CTX *ctx)
 {
 	return smb_register_vfs(SMB_VFS_INTERFACE_VERSION, "fastcase",

@@ -1,0 +1,111 @@
+/*
+ * vfs_fastcase: the lookup engine
+ *
+ * Answers "which on-disk name, if any, does this name fold to?" for a
+ * directory open as a file descriptor, from the shared cache, and keeps
+ * the cache exact: builds a directory's records on first use, applies
+ * inotify events, and serialises creates so that two names that fold
+ * equal are never both created through it. Knows nothing of smbd.
+ *
+ * Copyright (C) vfs_fastcase developers 2026
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 3 of the License, or
+ * (at your option) any later version.
+ */
+
+#ifndef _FASTCASE_ENGINE_H_
+#define _FASTCASE_ENGINE_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <talloc.h>
+#include "fastcase_fold.h"
+
+enum fastcase_result {
+	FASTCASE_FOUND,		/* *found is the on-disk name */
+	FASTCASE_NOT_FOUND,	/* authoritative: no name folds equal */
+	FASTCASE_UNKNOWN,	/* cannot say: scan the directory */
+};
+
+struct fastcase_stats {
+	uint64_t lookups;
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t unknown;
+	uint64_t builds;
+	uint64_t events;
+	uint64_t overflows;
+	uint64_t collisions;
+	uint64_t too_big;
+	uint64_t watch_failures;
+};
+
+struct fastcase_engine_options {
+	struct fastcase_fold_rules rules;
+	const char *cache_path;
+	uint64_t cache_size;
+	unsigned watch_limit;	/* 0: no inotify, validate by stamps */
+	const char *log_name;	/* the share, for log messages */
+};
+
+struct fastcase_engine;
+
+/*
+ * Never fails for a broken cache file or exhausted inotify limits: the
+ * engine then answers FASTCASE_UNKNOWN or validates by stamps, and logs
+ * once. Returns ENOMEM only.
+ */
+int fastcase_engine_create(TALLOC_CTX *mem_ctx,
+			   const struct fastcase_engine_options *opts,
+			   struct fastcase_engine **pe);
+
+/* The inotify fd to poll in the event loop, or -1. */
+int fastcase_engine_watch_fd(const struct fastcase_engine *e);
+
+/* Apply queued inotify events; cheap when there are none. */
+void fastcase_engine_process_events(struct fastcase_engine *e);
+
+enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
+					    int dirfd, const char *name,
+					    TALLOC_CTX *mem_ctx,
+					    char **found);
+
+/*
+ * Read the whole directory and compare every name by the share's rule,
+ * without the cache: the authoritative fallback of the non-default rules,
+ * whose answers smbd's own scan would not give. Never FASTCASE_UNKNOWN
+ * unless the directory cannot be read.
+ */
+enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
+					  int dirfd, const char *name,
+					  TALLOC_CTX *mem_ctx, char **found);
+
+/*
+ * Bracket a create of name in dirfd. begin returns EEXIST (and the
+ * on-disk name in *existing) when a name that folds equal exists;
+ * otherwise 0, holding the directory's lock until end. A failed begin
+ * (uncached directory) also returns 0 and end does nothing.
+ */
+struct fastcase_create {
+	struct fastcase_dir_state *st;
+	bool locked;
+};
+
+int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
+				 const char *name,
+				 struct fastcase_create *op,
+				 TALLOC_CTX *mem_ctx, char **existing);
+void fastcase_engine_create_end(struct fastcase_engine *e,
+				struct fastcase_create *op,
+				const char *name, bool created);
+
+/* A name in dirfd appeared or disappeared through this process. */
+void fastcase_engine_name_changed(struct fastcase_engine *e, int dirfd,
+				  const char *name);
+
+const struct fastcase_stats *fastcase_engine_stats(
+	const struct fastcase_engine *e);
+
+#endif /* _FASTCASE_ENGINE_H_ */

@@ -1,0 +1,590 @@
+/*
+ * vfs_fastcase: the shared name cache
+ *
+ * Copyright (C) vfs_fastcase developers 2026
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 3 of the License, or
+ * (at your option) any later version.
+ */
+
+#include "replace.h"
+#include "system/filesys.h"
+#include "lib/util/debug.h"
+#include "fastcase_cache.h"
+
+#include <dirent.h>
+#include <sys/random.h>
+#include <tdb.h>
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+/*
+ * A prime well above the number of directories a share keeps hot, so that
+ * chains stay short at a million entries; each chain costs a few bytes of
+ * header (and a mutex with TDB_MUTEX_LOCKING).
+ */
+#define FASTCASE_CACHE_HASH_SIZE 262139
+
+/* The layout of every key: a type byte, the scope tag, then the ids. */
+#define KEY_TYPE_DIR 'D'
+#define KEY_TYPE_ENTRY 'E'
+#define KEY_HEADER "fastcase-format"
+#define KEY_USAGE "fastcase-usage"
+
+#define KEY_BUF (2 + 32 + 24 + FASTCASE_KEY_MAX)
+
+/* Rough bytes a stored name costs: TDB record header, key and value. */
+#define RECORD_OVERHEAD 48
+
+struct fastcase_cache {
+	struct tdb_context *tdb;
+	char *path;
+	uint64_t max_bytes;
+};
+
+void fastcase_scope_init(struct fastcase_scope *scope,
+			 const struct fastcase_fold_rules *rules)
+{
+	scope->rules = *rules;
+	fastcase_fold_rules_tag(rules, scope->tag, sizeof(scope->tag));
+	scope->tag_len = strlen(scope->tag);
+}
+
+static size_t dir_key(uint8_t *buf, char type,
+		      const struct fastcase_scope *scope,
+		      const struct fastcase_dir_id *id)
+{
+	size_t len = 0;
+
+	buf[len++] = type;
+	memcpy(buf + len, scope->tag, scope->tag_len + 1);
+	len += scope->tag_len + 1;
+	memcpy(buf + len, &id->dev, sizeof(id->dev));
+	len += sizeof(id->dev);
+	memcpy(buf + len, &id->ino, sizeof(id->ino));
+	len += sizeof(id->ino);
+	return len;
+}
+
+static TDB_DATA entry_key(uint8_t *buf, const struct fastcase_scope *scope,
+			  const struct fastcase_dir_id *id, uint64_t gen,
+			  const char *key, size_t key_len)
+{
+	size_t len = dir_key(buf, KEY_TYPE_ENTRY, scope, id);
+
+	memcpy(buf + len, &gen, sizeof(gen));
+	len += sizeof(gen);
+	memcpy(buf + len, key, key_len);
+	len += key_len;
+	return (TDB_DATA) { .dptr = buf, .dsize = len };
+}
+
+static TDB_DATA string_key(const char *s)
+{
+	return (TDB_DATA) { .dptr = discard_const_p(uint8_t, s),
+			    .dsize = strlen(s) };
+}
+
+static int cache_destructor(struct fastcase_cache *cache)
+{
+	if (cache->tdb != NULL) {
+		tdb_close(cache->tdb);
+		cache->tdb = NULL;
+	}
+	return 0;
+}
+
+static int check_format(struct tdb_context *tdb)
+{
+	uint32_t format = FASTCASE_CACHE_FORMAT;
+	TDB_DATA val = { .dptr = (uint8_t *)&format,
+			 .dsize = sizeof(format) };
+	TDB_DATA found;
+	int ret = 0;
+
+	found = tdb_fetch(tdb, string_key(KEY_HEADER));
+	if (found.dptr == NULL) {
+		if (tdb_store(tdb, string_key(KEY_HEADER), val,
+			      TDB_INSERT) != 0 &&
+		    tdb_error(tdb) != TDB_ERR_EXISTS) {
+			return EIO;
+		}
+		return 0;
+	}
+	if (found.dsize != sizeof(format) ||
+	    memcmp(found.dptr, &format, sizeof(format)) != 0) {
+		ret = EPROTO;
+	}
+	free(found.dptr);
+	return ret;
+}
+
+int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
+			uint64_t max_bytes, struct fastcase_cache **pcache)
+{
+	/*
+	 * The cache is only ever a copy of what the directories hold:
+	 * TDB_CLEAR_IF_FIRST drops it when no process has it open, so a
+	 * crash or a reboot never leaves records that someone trusts.
+	 */
+	int flags = TDB_CLEAR_IF_FIRST | TDB_INCOMPATIBLE_HASH | TDB_NOSYNC;
+	struct fastcase_cache *cache = NULL;
+	int ret;
+
+	cache = talloc_zero(mem_ctx, struct fastcase_cache);
+	if (cache == NULL) {
+		return ENOMEM;
+	}
+	cache->path = talloc_strdup(cache, path);
+	if (cache->path == NULL) {
+		TALLOC_FREE(cache);
+		return ENOMEM;
+	}
+	cache->max_bytes = max_bytes;
+	if (tdb_runtime_check_for_robust_mutexes()) {
+		flags |= TDB_MUTEX_LOCKING;
+	}
+	cache->tdb = tdb_open(path, FASTCASE_CACHE_HASH_SIZE, flags,
+			      O_RDWR | O_CREAT, 0600);
+	if (cache->tdb == NULL) {
+		ret = errno != 0 ? errno : EIO;
+		TALLOC_FREE(cache);
+		return ret;
+	}
+	talloc_set_destructor(cache, cache_destructor);
+
+	ret = check_format(cache->tdb);
+	if (ret != 0) {
+		TALLOC_FREE(cache);
+		return ret;
+	}
+	*pcache = cache;
+	return 0;
+}
+
+const char *fastcase_cache_path(struct fastcase_cache *cache)
+{
+	return cache->path;
+}
+
+uint64_t fastcase_cache_file_size(struct fastcase_cache *cache)
+{
+	struct stat st;
+
+	if (fstat(tdb_fd(cache->tdb), &st) != 0) {
+		return 0;
+	}
+	return st.st_size;
+}
+
+int fastcase_cache_dir_lock(struct fastcase_cache *cache,
+			    const struct fastcase_scope *scope,
+			    const struct fastcase_dir_id *id)
+{
+	uint8_t buf[KEY_BUF];
+	TDB_DATA key = { .dptr = buf };
+
+	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
+	return tdb_chainlock(cache->tdb, key) == 0 ? 0 : EIO;
+}
+
+void fastcase_cache_dir_unlock(struct fastcase_cache *cache,
+			       const struct fastcase_scope *scope,
+			       const struct fastcase_dir_id *id)
+{
+	uint8_t buf[KEY_BUF];
+	TDB_DATA key = { .dptr = buf };
+
+	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
+	tdb_chainunlock(cache->tdb, key);
+}
+
+struct dir_parse_state {
+	struct fastcase_dir_record *rec;
+	bool ok;
+};
+
+static int dir_parser(TDB_DATA key, TDB_DATA data, void *private_data)
+{
+	struct dir_parse_state *state = private_data;
+
+	if (data.dsize != sizeof(*state->rec)) {
+		return 0;
+	}
+	memcpy(state->rec, data.dptr, sizeof(*state->rec));
+	state->ok = (state->rec->magic == FASTCASE_DIR_MAGIC);
+	return 0;
+}
+
+bool fastcase_cache_dir_get(struct fastcase_cache *cache,
+			    const struct fastcase_scope *scope,
+			    const struct fastcase_dir_id *id,
+			    struct fastcase_dir_record *rec)
+{
+	uint8_t buf[KEY_BUF];
+	TDB_DATA key = { .dptr = buf };
+	struct dir_parse_state state = { .rec = rec, .ok = false };
+
+	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
+	if (tdb_parse_record(cache->tdb, key, dir_parser, &state) != 0) {
+		return false;
+	}
+	return state.ok;
+}
+
+int fastcase_cache_dir_put(struct fastcase_cache *cache,
+			   const struct fastcase_scope *scope,
+			   const struct fastcase_dir_id *id,
+			   const struct fastcase_dir_record *rec)
+{
+	uint8_t buf[KEY_BUF];
+	TDB_DATA key = { .dptr = buf };
+	TDB_DATA val = { .dptr = discard_const_p(uint8_t, rec),
+			 .dsize = sizeof(*rec) };
+
+	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
+	return tdb_store(cache->tdb, key, val, TDB_REPLACE) == 0 ? 0 : EIO;
+}
+
+void fastcase_cache_dir_forget(struct fastcase_cache *cache,
+			       const struct fastcase_scope *scope,
+			       const struct fastcase_dir_id *id)
+{
+	uint8_t buf[KEY_BUF];
+	TDB_DATA key = { .dptr = buf };
+
+	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
+	tdb_delete(cache->tdb, key);
+}
+
+/* A value is one or more non-empty names, each NUL-terminated. */
+static bool names_well_formed(const uint8_t *p, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || p[len - 1] != '\0' || p[0] == '\0') {
+		return false;
+	}
+	for (i = 1; i < len; i++) {
+		if (p[i] == '\0' && p[i - 1] == '\0') {
+			return false;
+		}
+		if (p[i] == '/') {
+			return false;
+		}
+	}
+	return true;
+}
+
+struct entry_parse_state {
+	void (*fn)(const char *names, size_t names_len, void *private_data);
+	void *private_data;
+	int ret;
+};
+
+static int entry_parser(TDB_DATA key, TDB_DATA data, void *private_data)
+{
+	struct entry_parse_state *state = private_data;
+
+	if (!names_well_formed(data.dptr, data.dsize)) {
+		state->ret = EINVAL;
+		return 0;
+	}
+	state->fn((const char *)data.dptr, data.dsize, state->private_data);
+	state->ret = 0;
+	return 0;
+}
+
+int fastcase_cache_entry_parse(struct fastcase_cache *cache,
+			       const struct fastcase_scope *scope,
+			       const struct fastcase_dir_id *id, uint64_t gen,
+			       const char *key, size_t key_len,
+			       void (*fn)(const char *names, size_t names_len,
+					  void *private_data),
+			       void *private_data)
+{
+	uint8_t buf[KEY_BUF];
+	struct entry_parse_state state = {
+		.fn = fn, .private_data = private_data, .ret = ENOENT,
+	};
+	TDB_DATA k = entry_key(buf, scope, id, gen, key, key_len);
+
+	if (tdb_parse_record(cache->tdb, k, entry_parser, &state) != 0) {
+		return ENOENT;
+	}
+	return state.ret;
+}
+
+/* Offset of name in a names list, or -1. */
+static ssize_t names_find(const uint8_t *p, size_t len, const char *name)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		size_t n = strnlen((const char *)p + off, len - off);
+
+		if (strcmp((const char *)p + off, name) == 0) {
+			return off;
+		}
+		off += n + 1;
+	}
+	return -1;
+}
+
+static int fold_name(const struct fastcase_scope *scope, const char *name,
+		     char *key, size_t *key_len)
+{
+	return fastcase_fold_key(&scope->rules, name, key, FASTCASE_KEY_MAX,
+				 key_len);
+}
+
+int fastcase_cache_entry_add(struct fastcase_cache *cache,
+			     const struct fastcase_scope *scope,
+			     const struct fastcase_dir_id *id, uint64_t gen,
+			     const char *name)
+{
+	uint8_t buf[KEY_BUF];
+	char key[FASTCASE_KEY_MAX];
+	size_t key_len, name_len = strlen(name) + 1;
+	TDB_DATA k, old, val;
+	int ret;
+
+	ret = fold_name(scope, name, key, &key_len);
+	if (ret != 0) {
+		return ret;
+	}
+	k = entry_key(buf, scope, id, gen, key, key_len);
+	old = tdb_fetch(cache->tdb, k);
+	if (old.dptr != NULL && names_well_formed(old.dptr, old.dsize) &&
+	    names_find(old.dptr, old.dsize, name) >= 0) {
+		free(old.dptr);
+		return 0;
+	}
+	if (old.dptr == NULL || !names_well_formed(old.dptr, old.dsize)) {
+		free(old.dptr);
+		val = (TDB_DATA) { .dptr = discard_const_p(uint8_t, name),
+				   .dsize = name_len };
+		ret = tdb_store(cache->tdb, k, val, TDB_REPLACE);
+		return ret == 0 ? 0 : EIO;
+	}
+	val.dsize = old.dsize + name_len;
+	val.dptr = malloc(val.dsize);
+	if (val.dptr == NULL) {
+		free(old.dptr);
+		return ENOMEM;
+	}
+	memcpy(val.dptr, old.dptr, old.dsize);
+	memcpy(val.dptr + old.dsize, name, name_len);
+	free(old.dptr);
+	ret = tdb_store(cache->tdb, k, val, TDB_REPLACE);
+	free(val.dptr);
+	return ret == 0 ? 0 : EIO;
+}
+
+int fastcase_cache_entry_remove(struct fastcase_cache *cache,
+				const struct fastcase_scope *scope,
+				const struct fastcase_dir_id *id, uint64_t gen,
+				const char *name)
+{
+	uint8_t buf[KEY_BUF];
+	char key[FASTCASE_KEY_MAX];
+	size_t key_len, name_len = strlen(name) + 1;
+	TDB_DATA k, old;
+	ssize_t off;
+	int ret;
+
+	ret = fold_name(scope, name, key, &key_len);
+	if (ret != 0) {
+		return ret;
+	}
+	k = entry_key(buf, scope, id, gen, key, key_len);
+	old = tdb_fetch(cache->tdb, k);
+	if (old.dptr == NULL) {
+		return 0;
+	}
+	if (!names_well_formed(old.dptr, old.dsize)) {
+		free(old.dptr);
+		return tdb_delete(cache->tdb, k) == 0 ? 0 : EIO;
+	}
+	off = names_find(old.dptr, old.dsize, name);
+	if (off < 0) {
+		free(old.dptr);
+		return 0;
+	}
+	if (old.dsize == name_len) {
+		free(old.dptr);
+		return tdb_delete(cache->tdb, k) == 0 ? 0 : EIO;
+	}
+	memmove(old.dptr + off, old.dptr + off + name_len,
+		old.dsize - off - name_len);
+	old.dsize -= name_len;
+	ret = tdb_store(cache->tdb, k, old, TDB_REPLACE);
+	free(old.dptr);
+	return ret == 0 ? 0 : EIO;
+}
+
+static uint64_t usage_get(struct fastcase_cache *cache)
+{
+	TDB_DATA v = tdb_fetch(cache->tdb, string_key(KEY_USAGE));
+	uint64_t usage = 0;
+
+	if (v.dptr != NULL && v.dsize == sizeof(usage)) {
+		memcpy(&usage, v.dptr, sizeof(usage));
+	}
+	free(v.dptr);
+	return usage;
+}
+
+static void usage_set(struct fastcase_cache *cache, uint64_t usage)
+{
+	TDB_DATA v = { .dptr = (uint8_t *)&usage, .dsize = sizeof(usage) };
+
+	tdb_store(cache->tdb, string_key(KEY_USAGE), v, TDB_REPLACE);
+}
+
+static void usage_add(struct fastcase_cache *cache, uint64_t bytes)
+{
+	usage_set(cache, usage_get(cache) + bytes);
+}
+
+/*
+ * The cache cannot drop one directory's entries without reading them all,
+ * so when it is over its limit it drops everything: every process then
+ * finds its directory records gone and rebuilds what it uses. A wrong
+ * answer is never possible, only a rebuild. Must be called with no chain
+ * lock held, since it locks the whole file.
+ */
+void fastcase_cache_trim(struct fastcase_cache *cache)
+{
+	uint64_t usage = usage_get(cache);
+	uint32_t format = FASTCASE_CACHE_FORMAT;
+	TDB_DATA hdr = { .dptr = (uint8_t *)&format,
+			 .dsize = sizeof(format) };
+
+	if (usage <= cache->max_bytes) {
+		return;
+	}
+	DBG_NOTICE("cache %s holds ~%" PRIu64 " bytes, limit %" PRIu64
+		   ": dropping every record\n",
+		   cache->path, usage, cache->max_bytes);
+	if (tdb_wipe_all(cache->tdb) != 0) {
+		DBG_WARNING("cache %s: wipe failed: %s\n", cache->path,
+			    tdb_errorstr(cache->tdb));
+		return;
+	}
+	tdb_store(cache->tdb, string_key(KEY_HEADER), hdr, TDB_REPLACE);
+	usage_set(cache, 0);
+}
+
+static uint64_t new_generation(void)
+{
+	uint64_t gen = 0;
+
+	while (getrandom(&gen, sizeof(gen), 0) != sizeof(gen) || gen == 0) {
+		/* getrandom() of 8 bytes only fails on EINTR */
+	}
+	return gen;
+}
+
+static int build_store_name(struct fastcase_cache *cache,
+			    const struct fastcase_scope *scope,
+			    const struct fastcase_dir_id *id, uint64_t gen,
+			    const char *name, size_t *stored)
+{
+	uint8_t buf[KEY_BUF];
+	char key[FASTCASE_KEY_MAX];
+	size_t key_len;
+	TDB_DATA k, val;
+	int ret;
+
+	ret = fold_name(scope, name, key, &key_len);
+	if (ret != 0) {
+		return ret;
+	}
+	k = entry_key(buf, scope, id, gen, key, key_len);
+	val = (TDB_DATA) { .dptr = discard_const_p(uint8_t, name),
+			   .dsize = strlen(name) + 1 };
+	if (tdb_store(cache->tdb, k, val, TDB_INSERT) == 0) {
+		*stored += k.dsize + val.dsize + RECORD_OVERHEAD;
+		return 0;
+	}
+	if (tdb_error(cache->tdb) != TDB_ERR_EXISTS) {
+		return EIO;
+	}
+	/* another name with the same key: rare, so slow is fine */
+	*stored += val.dsize;
+	return fastcase_cache_entry_add(cache, scope, id, gen, name);
+}
+
+int fastcase_cache_build(struct fastcase_cache *cache,
+			 const struct fastcase_scope *scope,
+			 const struct fastcase_dir_id *id, int dirfd,
+			 const struct stat *st, int64_t stamp_time_ns,
+			 struct fastcase_dir_record *rec)
+{
+	/* A directory may take at most half the cache. */
+	uint64_t budget = cache->max_bytes / 2;
+	struct dirent *de = NULL;
+	size_t stored = 0;
+	uint64_t entries = 0;
+	DIR *dir = NULL;
+	int fd, ret = 0;
+
+	*rec = (struct fastcase_dir_record) {
+		.magic = FASTCASE_DIR_MAGIC,
+		.gen = new_generation(),
+		.mtime_ns = st->st_mtim.tv_sec * 1000000000LL +
+			st->st_mtim.tv_nsec,
+		.ctime_ns = st->st_ctim.tv_sec * 1000000000LL +
+			st->st_ctim.tv_nsec,
+		.stamp_time_ns = stamp_time_ns,
+	};
+
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1) {
+		return errno;
+	}
+	dir = fdopendir(fd);
+	if (dir == NULL) {
+		ret = errno;
+		close(fd);
+		return ret;
+	}
+	while ((de = readdir(dir)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0) {
+			continue;
+		}
+		ret = build_store_name(cache, scope, id, rec->gen,
+				       de->d_name, &stored);
+		if (ret == ENAMETOOLONG) {
+			/* cannot key it: no miss may be authoritative */
+			break;
+		}
+		if (ret != 0) {
+			break;
+		}
+		entries++;
+		if (stored > budget) {
+			ret = EFBIG;
+			break;
+		}
+	}
+	closedir(dir);
+
+	rec->entries = entries;
+	rec->bytes = stored;
+	if (ret == 0) {
+		rec->flags = FASTCASE_DIR_COMPLETE;
+	} else if (ret == EFBIG || ret == ENAMETOOLONG) {
+		rec->flags = FASTCASE_DIR_TOO_BIG;
+		ret = 0;
+	} else {
+		return ret;
+	}
+	usage_add(cache, stored);
+	return fastcase_cache_dir_put(cache, scope, id, rec);
+}

@@ -1,0 +1,824 @@
+/*
+ * vfs_fastcase: the lookup engine
+ *
+ * Copyright (C) vfs_fastcase developers 2026
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 3 of the License, or
+ * (at your option) any later version.
+ */
+
+/*
+ * When may a process trust a directory's records?
+ *
+ * - In sync: it holds an inotify watch on the directory that was added
+ *   before it last validated or built the records, and it applies every
+ *   queued event before each lookup. Every change that completed before
+ *   a lookup began is then either in the records or in its queue.
+ *
+ * - Otherwise it compares the directory's mtime and ctime with the stamp
+ *   stored beside the records. Any change to the directory's names moves
+ *   both. A stamp read within RACY_MARGIN_NS of a change is "racy" (git's
+ *   rule): a later change could have landed in the same timestamp tick, or
+ *   a change could have moved the times before its event was queued, so a
+ *   racy stamp is never trusted by a process that was not watching.
+ *
+ * Every change to the records of one directory is made under that
+ * directory's TDB chain lock; lookups take no lock and re-read the
+ * directory record afterwards to detect a rebuild in between.
+ */
+
+#include "replace.h"
+#include "system/filesys.h"
+#include "lib/util/debug.h"
+#include "lib/util/dlinklist.h"
+#include "system/time.h"
+
+#include <dirent.h>
+#include "fastcase_cache.h"
+#include "fastcase_engine.h"
+#include "fastcase_watch.h"
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+#define RACY_MARGIN_NS (100 * 1000 * 1000LL)
+#define STATE_BUCKETS 1024
+#define UNWATCHED_STATE_LIMIT 1024
+
+struct fastcase_dir_state {
+	struct fastcase_dir_state *prev, *next;	/* LRU, newest first */
+	struct fastcase_dir_state *id_next;	/* hash chain by id */
+	struct fastcase_dir_state *wd_next;	/* hash chain by wd */
+	struct fastcase_dir_state *touched_next;
+	struct fastcase_dir_id id;
+	int fd;		/* O_PATH duplicate, names the directory */
+	int wd;
+	bool in_sync;
+	bool touched;
+	bool ambiguity_logged;
+	uint64_t gen;
+};
+
+struct fastcase_engine {
+	struct fastcase_scope scope;
+	struct fastcase_cache *cache;
+	struct fastcase_watch *watch;
+	const char *log_name;
+	unsigned state_limit;
+	unsigned nstates;
+	struct fastcase_dir_state *lru;
+	struct fastcase_dir_state *by_id[STATE_BUCKETS];
+	struct fastcase_dir_state *by_wd[STATE_BUCKETS];
+	struct fastcase_dir_state *touched;
+	bool watch_failure_logged;
+	struct fastcase_stats stats;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+	return ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+static unsigned id_bucket(const struct fastcase_dir_id *id)
+{
+	uint64_t h = id->ino * 0x9E3779B97F4A7C15ULL ^ id->dev;
+
+	return (h >> 32) % STATE_BUCKETS;
+}
+
+static struct fastcase_dir_state *state_by_wd(struct fastcase_engine *e,
+					      int wd)
+{
+	struct fastcase_dir_state *st = e->by_wd[wd % STATE_BUCKETS];
+
+	while (st != NULL && st->wd != wd) {
+		st = st->wd_next;
+	}
+	return st;
+}
+
+static void wd_unlink(struct fastcase_engine *e, struct fastcase_dir_state *st)
+{
+	struct fastcase_dir_state **pp;
+
+	if (st->wd < 0) {
+		return;
+	}
+	for (pp = &e->by_wd[st->wd % STATE_BUCKETS]; *pp != NULL;
+	     pp = &(*pp)->wd_next) {
+		if (*pp == st) {
+			*pp = st->wd_next;
+			break;
+		}
+	}
+	st->wd = -1;
+	st->in_sync = false;
+}
+
+static void state_free(struct fastcase_engine *e, struct fastcase_dir_state *st)
+{
+	struct fastcase_dir_state **pp;
+
+	if (st->wd >= 0 && e->watch != NULL) {
+		fastcase_watch_remove(e->watch, st->wd);
+	}
+	wd_unlink(e, st);
+	for (pp = &e->by_id[id_bucket(&st->id)]; *pp != NULL;
+	     pp = &(*pp)->id_next) {
+		if (*pp == st) {
+			*pp = st->id_next;
+			break;
+		}
+	}
+	if (st->touched) {
+		for (pp = &e->touched; *pp != NULL; pp = &(*pp)->touched_next) {
+			if (*pp == st) {
+				*pp = st->touched_next;
+				break;
+			}
+		}
+	}
+	DLIST_REMOVE(e->lru, st);
+	if (st->fd != -1) {
+		close(st->fd);
+	}
+	e->nstates--;
+	TALLOC_FREE(st);
+}
+
+static int engine_destructor(struct fastcase_engine *e)
+{
+	while (e->lru != NULL) {
+		state_free(e, e->lru);
+	}
+	return 0;
+}
+
+static void add_watch(struct fastcase_engine *e, struct fastcase_dir_state *st)
+{
+	int ret;
+
+	if (e->watch == NULL || st->wd >= 0) {
+		return;
+	}
+	ret = fastcase_watch_add(e->watch, st->fd, &st->wd);
+	if (ret != 0) {
+		st->wd = -1;
+		e->stats.watch_failures++;
+		if (!e->watch_failure_logged) {
+			DBG_WARNING("share [%s]: cannot watch a directory "
+				    "(%s); validating it by its timestamps "
+				    "instead\n", e->log_name, strerror(ret));
+			e->watch_failure_logged = true;
+		}
+		return;
+	}
+	st->wd_next = e->by_wd[st->wd % STATE_BUCKETS];
+	e->by_wd[st->wd % STATE_BUCKETS] = st;
+}
+
+static struct fastcase_dir_state *state_get(struct fastcase_engine *e,
+					    const struct fastcase_dir_id *id,
+					    int dirfd)
+{
+	unsigned b = id_bucket(id);
+	struct fastcase_dir_state *st = e->by_id[b];
+
+	while (st != NULL &&
+	       (st->id.dev != id->dev || st->id.ino != id->ino)) {
+		st = st->id_next;
+	}
+	if (st != NULL) {
+		if (st != e->lru) {
+			DLIST_PROMOTE(e->lru, st);
+		}
+		return st;
+	}
+	if (e->nstates >= e->state_limit && e->lru != NULL) {
+		state_free(e, DLIST_TAIL(e->lru));
+	}
+	st = talloc_zero(e, struct fastcase_dir_state);
+	if (st == NULL) {
+		return NULL;
+	}
+	st->fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (st->fd == -1) {
+		TALLOC_FREE(st);
+		return NULL;
+	}
+	st->id = *id;
+	st->wd = -1;
+	st->id_next = e->by_id[b];
+	e->by_id[b] = st;
+	DLIST_ADD(e->lru, st);
+	e->nstates++;
+	add_watch(e, st);
+	return st;
+}
+
+static bool stamp_matches(const struct fastcase_dir_record *rec,
+			  const struct stat *cur)
+{
+	return rec->ctime_ns == ts_ns(&cur->st_ctim) &&
+	       rec->mtime_ns == ts_ns(&cur->st_mtim);
+}
+
+static bool stamp_racy(const struct fastcase_dir_record *rec)
+{
+	return rec->ctime_ns + RACY_MARGIN_NS > rec->stamp_time_ns ||
+	       rec->mtime_ns + RACY_MARGIN_NS > rec->stamp_time_ns;
+}
+
+static bool record_usable(const struct fastcase_dir_record *rec)
+{
+	return (rec->flags & (FASTCASE_DIR_COMPLETE |
+			      FASTCASE_DIR_TOO_BIG)) != 0;
+}
+
+/* Bring the directory's on-disk state for one name into the records. */
+static void revalidate_name(struct fastcase_engine *e,
+			    struct fastcase_dir_state *st, const char *name)
+{
+	struct fastcase_dir_record rec;
+	struct stat sb;
+
+	if (fastcase_cache_dir_lock(e->cache, &e->scope, &st->id) != 0) {
+		return;
+	}
+	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) ||
+	    !(rec.flags & FASTCASE_DIR_COMPLETE)) {
+		goto done;
+	}
+	if (fstatat(st->fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+		fastcase_cache_entry_add(e->cache, &e->scope, &st->id,
+					 rec.gen, name);
+	} else if (errno == ENOENT || errno == ENOTDIR) {
+		fastcase_cache_entry_remove(e->cache, &e->scope, &st->id,
+					    rec.gen, name);
+	} else {
+		/* cannot tell: nobody may trust these records */
+		fastcase_cache_dir_forget(e->cache, &e->scope, &st->id);
+	}
+	if (!st->touched) {
+		st->touched = true;
+		st->touched_next = e->touched;
+		e->touched = st;
+	}
+done:
+	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
+}
+
+static void apply_event(void *private_data, int wd,
+			enum fastcase_watch_kind kind, const char *name)
+{
+	struct fastcase_engine *e = private_data;
+	struct fastcase_dir_state *st;
+
+	e->stats.events++;
+	switch (kind) {
+	case FASTCASE_WATCH_OVERFLOW:
+		e->stats.overflows++;
+		DBG_NOTICE("share [%s]: inotify queue overflowed; "
+			   "revalidating every directory\n", e->log_name);
+		for (st = e->lru; st != NULL; st = st->next) {
+			st->in_sync = false;
+		}
+		break;
+	case FASTCASE_WATCH_GONE:
+		st = state_by_wd(e, wd);
+		if (st != NULL) {
+			wd_unlink(e, st);
+		}
+		break;
+	case FASTCASE_WATCH_NAME:
+		st = state_by_wd(e, wd);
+		if (st != NULL) {
+			revalidate_name(e, st, name);
+		}
+		break;
+	}
+}
+
+/*
+ * The records of a directory whose events were all applied are exact as
+ * of now: store the directory's current times as their stamp, so that a
+ * process that attaches later need not rebuild.
+ */
+static void refresh_stamp(struct fastcase_engine *e,
+			  struct fastcase_dir_state *st)
+{
+	struct fastcase_dir_record rec;
+	struct stat cur;
+
+	if (!st->in_sync || fstat(st->fd, &cur) != 0) {
+		return;
+	}
+	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) ||
+	    !(rec.flags & FASTCASE_DIR_COMPLETE) || rec.gen != st->gen) {
+		return;
+	}
+	rec.ctime_ns = ts_ns(&cur.st_ctim);
+	rec.mtime_ns = ts_ns(&cur.st_mtim);
+	rec.stamp_time_ns = now_ns();
+	fastcase_cache_dir_put(e->cache, &e->scope, &st->id, &rec);
+}
+
+static void drain(struct fastcase_engine *e)
+{
+	struct fastcase_dir_state *st;
+	int ret;
+
+	if (e->watch == NULL || e->cache == NULL) {
+		return;
+	}
+	ret = fastcase_watch_drain(e->watch, apply_event, e);
+	if (ret != 0) {
+		apply_event(e, -1, FASTCASE_WATCH_OVERFLOW, NULL);
+	}
+	while ((st = e->touched) != NULL) {
+		e->touched = st->touched_next;
+		st->touched = false;
+		if (fastcase_cache_dir_lock(e->cache, &e->scope,
+					    &st->id) == 0) {
+			refresh_stamp(e, st);
+			fastcase_cache_dir_unlock(e->cache, &e->scope,
+						  &st->id);
+		}
+	}
+}
+
+void fastcase_engine_process_events(struct fastcase_engine *e)
+{
+	drain(e);
+}
+
+static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
+		 struct fastcase_dir_record *rec)
+{
+	struct stat cur;
+	int64_t stamp_time;
+	int ret;
+
+	if (fstat(st->fd, &cur) != 0) {
+		return errno;
+	}
+	stamp_time = now_ns();
+	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
+	    record_usable(rec) && stamp_matches(rec, &cur) &&
+	    !stamp_racy(rec)) {
+		/* another process built it while we waited for the lock */
+		return 0;
+	}
+	ret = fastcase_cache_build(e->cache, &e->scope, &st->id, st->fd,
+				   &cur, stamp_time, rec);
+	if (ret != 0) {
+		DBG_NOTICE("share [%s]: cannot read a directory to cache "
+			   "it (%s); asking smbd to scan it\n",
+			   e->log_name, strerror(ret));
+		return ret;
+	}
+	e->stats.builds++;
+	if (rec->flags & FASTCASE_DIR_TOO_BIG) {
+		e->stats.too_big++;
+		DBG_NOTICE("share [%s]: a directory of %" PRIu64 "+ "
+			   "entries exceeds the cache's share of "
+			   "\"fastcase:cache size\"; smbd scans it\n",
+			   e->log_name, rec->entries);
+	}
+	return 0;
+}
+
+/*
+ * Make st's view of the records trustworthy, building them when needed.
+ * cur is the directory's stat taken before this call. On success rec is
+ * the directory's record.
+ */
+static int ensure_sync(struct fastcase_engine *e,
+		       struct fastcase_dir_state *st, const struct stat *cur,
+		       struct fastcase_dir_record *rec)
+{
+	int ret;
+
+	add_watch(e, st);
+	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
+	    record_usable(rec)) {
+		if (st->in_sync) {
+			/* rebuilt by another process, which applied the
+			 * events of its build; ours follow in our queue */
+			st->gen = rec->gen;
+			return 0;
+		}
+		if (stamp_matches(rec, cur) && !stamp_racy(rec)) {
+			st->gen = rec->gen;
+			st->in_sync = (st->wd >= 0);
+			return 0;
+		}
+	}
+	st->in_sync = false;
+
+	ret = fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
+	if (ret != 0) {
+		return ret;
+	}
+	ret = build(e, st, rec);
+	if (ret == 0) {
+		st->gen = rec->gen;
+		st->in_sync = (st->wd >= 0);
+		/* changes made while we read are in our queue */
+		drain(e);
+	}
+	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
+	fastcase_cache_trim(e->cache);
+	return ret;
+}
+
+struct choose_state {
+	const struct fastcase_fold_rules *rules;
+	const char *name;
+	const char *exact;
+	const char *best;
+	size_t matches;
+};
+
+static void choose_name(const char *names, size_t names_len,
+			void *private_data)
+{
+	struct choose_state *cs = private_data;
+	size_t off = 0;
+
+	while (off < names_len) {
+		const char *cand = names + off;
+
+		off += strlen(cand) + 1;
+		if (strcmp(cand, cs->name) == 0) {
+			cs->exact = cand;
+			cs->matches++;
+			continue;
+		}
+		if (!fastcase_fold_equal(cs->rules, cs->name, cand)) {
+			continue;
+		}
+		cs->matches++;
+		/* several names that fold equal: the smallest in byte
+		 * order wins, whatever order readdir returned them in */
+		if (cs->best == NULL || strcmp(cand, cs->best) < 0) {
+			cs->best = cand;
+		}
+	}
+}
+
+/*
+ * Look the key up in the current generation and copy the chosen name.
+ * Returns 0 with *found set or NULL, or an errno.
+ */
+static int find_in_records(struct fastcase_engine *e,
+			   struct fastcase_dir_state *st, uint64_t gen,
+			   const char *name, const char *key, size_t key_len,
+			   TALLOC_CTX *mem_ctx, char **found)
+{
+	struct choose_state cs = { .rules = &e->scope.rules, .name = name };
+	const char *pick;
+	int ret;
+
+	*found = NULL;
+	ret = fastcase_cache_entry_parse(e->cache, &e->scope, &st->id, gen,
+					 key, key_len, choose_name, &cs);
+	if (ret == ENOENT) {
+		return 0;
+	}
+	if (ret != 0) {
+		return ret;
+	}
+	pick = cs.exact != NULL ? cs.exact : cs.best;
+	if (pick == NULL) {
+		return 0;
+	}
+	if (cs.matches > 1 && !st->ambiguity_logged) {
+		DBG_WARNING("share [%s]: %zu names in one directory fold "
+			    "equal to \"%s\"; answering \"%s\" (exact match, "
+			    "else the smallest in byte order)\n",
+			    e->log_name, cs.matches, name, pick);
+		st->ambiguity_logged = true;
+	}
+	*found = talloc_strdup(mem_ctx, pick);
+	return *found != NULL ? 0 : ENOMEM;
+}
+
+static int dir_id_of(int dirfd, struct stat *cur, struct fastcase_dir_id *id)
+{
+	if (fstat(dirfd, cur) != 0) {
+		return errno;
+	}
+	id->dev = cur->st_dev;
+	id->ino = cur->st_ino;
+	return 0;
+}
+
+/* An in-sync process refreshes a racy stamp once it has aged. */
+static void age_stamp(struct fastcase_engine *e,
+		      struct fastcase_dir_state *st,
+		      const struct fastcase_dir_record *rec)
+{
+	int64_t now;
+
+	if (!st->in_sync || !stamp_racy(rec)) {
+		return;
+	}
+	now = now_ns();
+	if (rec->ctime_ns + RACY_MARGIN_NS > now ||
+	    rec->mtime_ns + RACY_MARGIN_NS > now) {
+		return;
+	}
+	if (fastcase_cache_dir_lock(e->cache, &e->scope, &st->id) == 0) {
+		drain(e);
+		refresh_stamp(e, st);
+		fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
+	}
+}
+
+enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
+					    int dirfd, const char *name,
+					    TALLOC_CTX *mem_ctx,
+					    char **found)
+{
+	char key[FASTCASE_KEY_MAX];
+	struct fastcase_dir_record rec, again;
+	struct fastcase_dir_state *st;
+	struct fastcase_dir_id id;
+	struct stat cur;
+	size_t key_len;
+	int attempt, ret;
+
+	e->stats.lookups++;
+	if (e->cache == NULL ||
+	    fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
+			      &key_len) != 0) {
+		goto unknown;
+	}
+	drain(e);
+	if (dir_id_of(dirfd, &cur, &id) != 0) {
+		goto unknown;
+	}
+	st = state_get(e, &id, dirfd);
+	if (st == NULL) {
+		goto unknown;
+	}
+
+	for (attempt = 0; attempt < 3; attempt++) {
+		ret = ensure_sync(e, st, &cur, &rec);
+		if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
+			goto unknown;
+		}
+		age_stamp(e, st, &rec);
+		ret = find_in_records(e, st, rec.gen, name, key, key_len,
+				      mem_ctx, found);
+		if (ret == EINVAL) {
+			DBG_WARNING("share [%s]: malformed cache record; "
+				    "rebuilding the directory's records\n",
+				    e->log_name);
+			fastcase_cache_dir_forget(e->cache, &e->scope, &id);
+			st->in_sync = false;
+			continue;
+		}
+		if (ret != 0) {
+			goto unknown;
+		}
+		if (!fastcase_cache_dir_get(e->cache, &e->scope, &id,
+					    &again) ||
+		    again.gen != rec.gen) {
+			/* rebuilt or dropped while we read: read again */
+			TALLOC_FREE(*found);
+			if (fstat(dirfd, &cur) != 0) {
+				goto unknown;
+			}
+			continue;
+		}
+		if (*found != NULL) {
+			e->stats.hits++;
+			return FASTCASE_FOUND;
+		}
+		e->stats.misses++;
+		return FASTCASE_NOT_FOUND;
+	}
+unknown:
+	e->stats.unknown++;
+	return FASTCASE_UNKNOWN;
+}
+
+enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
+					  int dirfd, const char *name,
+					  TALLOC_CTX *mem_ctx, char **found)
+{
+	struct choose_state cs = { .rules = &e->scope.rules, .name = name };
+	struct dirent *de = NULL;
+	DIR *dir = NULL;
+	int fd;
+
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1) {
+		return FASTCASE_UNKNOWN;
+	}
+	dir = fdopendir(fd);
+	if (dir == NULL) {
+		close(fd);
+		return FASTCASE_UNKNOWN;
+	}
+	*found = NULL;
+	while ((de = readdir(dir)) != NULL) {
+		const char *pick;
+
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0) {
+			continue;
+		}
+		cs.exact = cs.best = NULL;
+		choose_name(de->d_name, strlen(de->d_name) + 1, &cs);
+		pick = cs.exact != NULL ? cs.exact : cs.best;
+		if (pick == NULL) {
+			continue;
+		}
+		if (*found == NULL || cs.exact != NULL ||
+		    strcmp(pick, *found) < 0) {
+			TALLOC_FREE(*found);
+			*found = talloc_strdup(mem_ctx, pick);
+		}
+		if (cs.exact != NULL) {
+			break;
+		}
+	}
+	closedir(dir);
+	if (*found == NULL) {
+		return FASTCASE_NOT_FOUND;
+	}
+	return FASTCASE_FOUND;
+}
+
+int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
+				 const char *name,
+				 struct fastcase_create *op,
+				 TALLOC_CTX *mem_ctx, char **existing)
+{
+	char key[FASTCASE_KEY_MAX];
+	struct fastcase_dir_record rec;
+	struct fastcase_dir_state *st;
+	struct fastcase_dir_id id;
+	struct stat cur;
+	size_t key_len;
+	char *found = NULL;
+	int ret;
+
+	*op = (struct fastcase_create) { .st = NULL };
+	if (e->cache == NULL ||
+	    fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
+			      &key_len) != 0) {
+		return 0;
+	}
+	drain(e);
+	if (dir_id_of(dirfd, &cur, &id) != 0) {
+		return 0;
+	}
+	st = state_get(e, &id, dirfd);
+	if (st == NULL) {
+		return 0;
+	}
+	if (fastcase_cache_dir_lock(e->cache, &e->scope, &id) != 0) {
+		return 0;
+	}
+	op->st = st;
+	op->locked = true;
+
+	/* Under the lock: everything other processes created is either in
+	 * the records or in our queue. */
+	drain(e);
+	if (fstat(dirfd, &cur) != 0) {
+		return 0;
+	}
+	ret = ensure_sync(e, st, &cur, &rec);
+	if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
+		return 0;
+	}
+	ret = find_in_records(e, st, rec.gen, name, key, key_len,
+			      mem_ctx, &found);
+	if (ret != 0 || found == NULL) {
+		return 0;
+	}
+	if (strcmp(found, name) == 0) {
+		/* the exact name exists: the kernel says EEXIST itself */
+		TALLOC_FREE(found);
+		return 0;
+	}
+	e->stats.collisions++;
+	*existing = found;
+	fastcase_engine_create_end(e, op, name, false);
+	return EEXIST;
+}
+
+void fastcase_engine_create_end(struct fastcase_engine *e,
+				struct fastcase_create *op,
+				const char *name, bool created)
+{
+	struct fastcase_dir_state *st = op->st;
+
+	if (st == NULL || !op->locked) {
+		return;
+	}
+	if (created) {
+		revalidate_name(e, st, name);
+		drain(e);
+	}
+	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
+	op->locked = false;
+	op->st = NULL;
+	fastcase_cache_trim(e->cache);
+}
+
+void fastcase_engine_name_changed(struct fastcase_engine *e, int dirfd,
+				  const char *name)
+{
+	struct fastcase_dir_state *st;
+	struct fastcase_dir_id id = { 0 };
+	struct stat cur;
+	unsigned b;
+
+	if (e->cache == NULL || dir_id_of(dirfd, &cur, &id) != 0) {
+		return;
+	}
+	b = id_bucket(&id);
+	for (st = e->by_id[b]; st != NULL; st = st->id_next) {
+		if (st->id.dev == id.dev && st->id.ino == id.ino) {
+			break;
+		}
+	}
+	if (st == NULL) {
+		/* Not cached here. Processes that cache it watch it or
+		 * check its stamp, and the stamp just moved. */
+		return;
+	}
+	revalidate_name(e, st, name);
+	drain(e);
+}
+
+const struct fastcase_stats *fastcase_engine_stats(
+	const struct fastcase_engine *e)
+{
+	return &e->stats;
+}
+
+int fastcase_engine_watch_fd(const struct fastcase_engine *e)
+{
+	return e->watch != NULL ? fastcase_watch_fd(e->watch) : -1;
+}
+
+int fastcase_engine_create(TALLOC_CTX *mem_ctx,
+			   const struct fastcase_engine_options *opts,
+			   struct fastcase_engine **pe)
+{
+	struct fastcase_engine *e = talloc_zero(mem_ctx,
+						struct fastcase_engine);
+	int ret;
+
+	if (e == NULL) {
+		return ENOMEM;
+	}
+	fastcase_scope_init(&e->scope, &opts->rules);
+	e->log_name = talloc_strdup(e, opts->log_name != NULL ?
+				    opts->log_name : "");
+	if (e->log_name == NULL) {
+		TALLOC_FREE(e);
+		return ENOMEM;
+	}
+	e->state_limit = opts->watch_limit != 0 ? opts->watch_limit :
+		UNWATCHED_STATE_LIMIT;
+	talloc_set_destructor(e, engine_destructor);
+
+	ret = fastcase_cache_open(e, opts->cache_path, opts->cache_size,
+				  &e->cache);
+	if (ret != 0) {
+		DBG_ERR("share [%s]: cannot use the cache file %s (%s); "
+			"falling back to smbd's directory scans\n",
+			e->log_name, opts->cache_path, strerror(ret));
+		e->cache = NULL;
+	}
+	if (e->cache != NULL && opts->watch_limit != 0) {
+		ret = fastcase_watch_create(e, &e->watch);
+		if (ret != 0) {
+			DBG_WARNING("share [%s]: no inotify instance (%s); "
+				    "validating directories by their "
+				    "timestamps instead\n",
+				    e->log_name, strerror(ret));
+			e->watch = NULL;
+		}
+	}
+	*pe = e;
+	return 0;
+}
