@@ -22,11 +22,11 @@
 #define DBGC_CLASS DBGC_VFS
 
 /*
- * A prime well above the number of directories a share keeps hot, so that
- * chains stay short at a million entries; each chain costs a few bytes of
- * header (and a mutex with TDB_MUTEX_LOCKING).
+ * Chains of about 15 records at a million names: a walk of a few hundred
+ * nanoseconds, while each chain's header (a robust mutex with
+ * TDB_MUTEX_LOCKING) costs the file about 40 bytes up front.
  */
-#define FASTCASE_CACHE_HASH_SIZE 262139
+#define FASTCASE_CACHE_HASH_SIZE 65521
 
 /* The layout of every key: a type byte, the scope tag, then the ids. */
 #define KEY_TYPE_DIR 'D'
