@@ -89,6 +89,7 @@ def configure(conf):
 	conf.env.DEFINES_SAMBA = SAMBA_DEFINES
 	conf.env.CACHEDIR = smbd_build_value('CACHEDIR')
 	conf.env.SBINDIR = smbd_build_value('SBINDIR')
+	conf.env.MANDIR = '/usr/share/man'
 	conf.env.cshlib_PATTERN = '%s.so'
 	conf.env.append_value('CFLAGS', ['-O2', '-g', '-Wall', '-Wextra',
 					 '-Wno-unused-parameter',
@@ -118,10 +119,32 @@ def build(bld):
 			    includes='include modules',
 			    use='fastcase_engine CMOCKA ' + uses,
 			    install_path=None)
+	bld(rule=render_manpage,
+	    source=['docs/vfs_fastcase.8.xml', 'docs/expand-smbconf.xsl'],
+	    target='docs/vfs_fastcase.8')
+	bld.install_files('${MANDIR}/man8', ['docs/vfs_fastcase.8'])
 	if bld.cmd == 'test':
 		bld.add_post_fun(run_tests)
 	elif bld.cmd == 'demo':
 		bld.add_post_fun(run_demo)
+
+
+MANPAGES_XSL = ('/usr/share/xml/docbook/stylesheet/docbook-xsl/'
+		'manpages/docbook.xsl')
+
+
+def render_manpage(task):
+	"""Samba's DocBook -> plain DocBook -> troff, with Debian's XSL."""
+	src, xsl = task.inputs
+	out = task.outputs[0]
+	plain = out.abspath() + '.xml'
+	ret = task.exec_command(['xsltproc', '--nonet', '-o', plain,
+				 xsl.abspath(), src.abspath()])
+	if ret:
+		return ret
+	return task.exec_command(['xsltproc', '--nonet', '-o',
+				  out.parent.abspath() + '/', MANPAGES_XSL,
+				  plain])
 
 
 def _run(cmd, **kw):
