@@ -78,7 +78,7 @@ def configure(conf):
 	# libsamba-util has no development symlink without samba-dev, and the
 	# debug code lives in a private library next to the modules.
 	conf.env.LIB_SAMBA_UTIL = [':libsamba-util.so.0',
-				   ':libsamba-debug-samba4.so.0']
+				   ':libsamba-debug-samba4.so.0', 'bsd']
 	conf.env.MODULESDIR = smbd_build_value('MODULESDIR')
 	conf.env.LIBPATH_SAMBA_UTIL = [conf.env.MODULESDIR]
 	conf.env.RPATH_SAMBA_UTIL = [conf.env.MODULESDIR]
@@ -90,6 +90,7 @@ def configure(conf):
 	conf.env.CACHEDIR = smbd_build_value('CACHEDIR')
 	conf.env.SBINDIR = smbd_build_value('SBINDIR')
 	conf.env.MANDIR = '/usr/share/man'
+	conf.env.BINDIR = '/usr/bin'
 	conf.env.cshlib_PATTERN = '%s.so'
 	conf.env.append_value('CFLAGS', ['-O2', '-g', '-Wall', '-Wextra',
 					 '-Wno-unused-parameter',
@@ -113,6 +114,14 @@ def build(bld):
 		  includes='include', cflags=['-fvisibility=hidden'],
 		  use='fastcase_engine ' + uses,
 		  install_path='${MODULESDIR}/vfs')
+	for tool in ['fastcase_check', 'fastcase_stat']:
+		bld.program(source=['tools/%s.c' % tool],
+			    target=tool.replace('_', '-'),
+			    includes='include',
+			    defines=['FASTCASE_DEFAULT_CACHE_DIR="%s"' %
+				     bld.env.CACHEDIR],
+			    use='fastcase_engine ' + uses,
+			    install_path='${BINDIR}')
 	for t in UNIT_TESTS:
 		bld.program(source=['tests/unit/%s.c' % t],
 			    target='tests/unit/%s' % t,

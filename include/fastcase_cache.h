@@ -141,7 +141,15 @@ void fastcase_cache_trim(struct fastcase_cache *cache);
 /* Bytes the cache file takes now. */
 uint64_t fastcase_cache_file_size(struct fastcase_cache *cache);
 
-/* Names and bytes held, for statistics. */
 const char *fastcase_cache_path(struct fastcase_cache *cache);
+
+/*
+ * Per-share counters, kept as an array of n uint64_t under
+ * "fastcase-stats" NUL share. add_counters adds delta under a lock.
+ */
+#define FASTCASE_STATS_KEY "fastcase-stats"
+int fastcase_cache_add_counters(struct fastcase_cache *cache,
+				const char *share, const uint64_t *delta,
+				size_t n);
 
 #endif /* _FASTCASE_CACHE_H_ */

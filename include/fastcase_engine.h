@@ -29,6 +29,7 @@ enum fastcase_result {
 	FASTCASE_UNKNOWN,	/* cannot say: scan the directory */
 };
 
+/* Counters of one share; fastcase-stat adds them up across processes. */
 struct fastcase_stats {
 	uint64_t lookups;
 	uint64_t hits;
@@ -40,7 +41,12 @@ struct fastcase_stats {
 	uint64_t collisions;
 	uint64_t too_big;
 	uint64_t watch_failures;
+	uint64_t fallbacks;	/* answered by a scan instead of the cache */
 };
+
+#define FASTCASE_STATS_FIELDS \
+	X(lookups) X(hits) X(misses) X(unknown) X(builds) X(events) \
+	X(overflows) X(collisions) X(too_big) X(watch_failures) X(fallbacks)
 
 struct fastcase_engine_options {
 	struct fastcase_fold_rules rules;
@@ -107,5 +113,8 @@ void fastcase_engine_name_changed(struct fastcase_engine *e, int dirfd,
 
 const struct fastcase_stats *fastcase_engine_stats(
 	const struct fastcase_engine *e);
+
+/* Add this process's counters since the last flush to the cache file. */
+void fastcase_engine_flush_stats(struct fastcase_engine *e);
 
 #endif /* _FASTCASE_ENGINE_H_ */

@@ -165,6 +165,39 @@ int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
 	return 0;
 }
 
+int fastcase_cache_add_counters(struct fastcase_cache *cache,
+				const char *share, const uint64_t *delta,
+				size_t n)
+{
+	size_t klen = sizeof(FASTCASE_STATS_KEY) + strlen(share) + 1;
+	uint8_t kbuf[klen];
+	uint64_t sum[n];
+	TDB_DATA key = { .dptr = kbuf, .dsize = klen };
+	TDB_DATA val = { .dptr = (uint8_t *)sum, .dsize = sizeof(sum) };
+	TDB_DATA old;
+	size_t i;
+	int ret;
+
+	memcpy(kbuf, FASTCASE_STATS_KEY, sizeof(FASTCASE_STATS_KEY));
+	memcpy(kbuf + sizeof(FASTCASE_STATS_KEY), share, strlen(share) + 1);
+
+	if (tdb_chainlock(cache->tdb, key) != 0) {
+		return EIO;
+	}
+	memset(sum, 0, sizeof(sum));
+	old = tdb_fetch(cache->tdb, key);
+	if (old.dptr != NULL && old.dsize == sizeof(sum)) {
+		memcpy(sum, old.dptr, sizeof(sum));
+	}
+	free(old.dptr);
+	for (i = 0; i < n; i++) {
+		sum[i] += delta[i];
+	}
+	ret = tdb_store(cache->tdb, key, val, TDB_REPLACE);
+	tdb_chainunlock(cache->tdb, key);
+	return ret == 0 ? 0 : EIO;
+}
+
 const char *fastcase_cache_path(struct fastcase_cache *cache)
 {
 	return cache->path;

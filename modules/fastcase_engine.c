@@ -74,7 +74,11 @@ struct fastcase_engine {
 	struct fastcase_dir_state *touched;
 	bool watch_failure_logged;
 	struct fastcase_stats stats;
+	struct fastcase_stats flushed;	/* what the cache file has of ours */
 };
+
+/* Counters reach the cache file every this many lookups. */
+#define STATS_FLUSH_INTERVAL 1024
 
 static int64_t now_ns(void)
 {
@@ -156,8 +160,32 @@ static void state_free(struct fastcase_engine *e, struct fastcase_dir_state *st)
 	TALLOC_FREE(st);
 }
 
+void fastcase_engine_flush_stats(struct fastcase_engine *e)
+{
+	uint64_t delta[] = {
+#define X(f) e->stats.f - e->flushed.f,
+		FASTCASE_STATS_FIELDS
+#undef X
+	};
+
+	if (e->cache == NULL ||
+	    fastcase_cache_add_counters(e->cache, e->log_name, delta,
+					ARRAY_SIZE(delta)) != 0) {
+		return;
+	}
+	e->flushed = e->stats;
+}
+
+static void maybe_flush_stats(struct fastcase_engine *e)
+{
+	if (e->stats.lookups - e->flushed.lookups >= STATS_FLUSH_INTERVAL) {
+		fastcase_engine_flush_stats(e);
+	}
+}
+
 static int engine_destructor(struct fastcase_engine *e)
 {
+	fastcase_engine_flush_stats(e);
 	while (e->lru != NULL) {
 		state_free(e, e->lru);
 	}
@@ -560,6 +588,7 @@ enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
 	int attempt, ret;
 
 	e->stats.lookups++;
+	maybe_flush_stats(e);
 	if (e->cache == NULL ||
 	    fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
 			      &key_len) != 0) {
@@ -615,6 +644,7 @@ unknown:
 	return FASTCASE_UNKNOWN;
 }
 
+
 enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 					  int dirfd, const char *name,
 					  TALLOC_CTX *mem_ctx, char **found)
@@ -634,6 +664,7 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 		return FASTCASE_UNKNOWN;
 	}
 	*found = NULL;
+	e->stats.fallbacks++;
 	while ((de = readdir(dir)) != NULL) {
 		const char *pick;
 

@@ -1,0 +1,504 @@
+/*
+ * fastcase-check: a pre-flight check of a tree for vfs_fastcase
+ *
+ * Walks a tree once, without following symlinks and without a stat per
+ * file, and reports what a share with the given fold rules will do to it:
+ * names that clients cannot tell apart, names that are not valid UTF-8,
+ * and directories large enough that stock case-insensitive lookups are
+ * slow there.
+ *
+ * Exit status: 0 nothing found, 1 findings, 2 error.
+ *
+ * Copyright (C) vfs_fastcase developers 2026
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 3 of the License, or
+ * (at your option) any later version.
+ */
+
+#include "replace.h"
+#include "system/filesys.h"
+#include "fastcase_fold.h"
+#include "fastcase_params.h"
+
+#include <dirent.h>
+#include <ctype.h>
+#include <getopt.h>
+
+#define DEFAULT_LARGE 10000
+
+struct check_opts {
+	struct fastcase_config cfg;
+	unsigned long large;
+	bool json;
+	bool progress;
+};
+
+struct check_totals {
+	unsigned long dirs, names, collisions, invalid, large, errors;
+	bool first_json;
+};
+
+struct keyed_name {
+	char *key;
+	size_t key_len;
+	char *name;
+};
+
+/* Print bytes as a JSON or human string; invalid bytes as \xNN. */
+static void print_name(FILE *f, const char *s, bool json)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (json) {
+		fputc('"', f);
+	}
+	for (; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\') {
+			fprintf(f, json ? "\\%c" : "%c", *p);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(f, json ? "\\u%04x" : "\\x%02x", *p);
+		} else if (*p >= 0x80 && fastcase_name_is_invalid_utf8(s)) {
+			fprintf(f, json ? "\\\\x%02x" : "\\x%02x", *p);
+		} else {
+			fputc(*p, f);
+		}
+	}
+	if (json) {
+		fputc('"', f);
+	}
+}
+
+static void json_sep(struct check_totals *t)
+{
+	if (!t->first_json) {
+		printf(",\n");
+	}
+	t->first_json = false;
+}
+
+static int cmp_keyed(const void *a, const void *b)
+{
+	const struct keyed_name *x = a, *y = b;
+	size_t n = MIN(x->key_len, y->key_len);
+	int c = memcmp(x->key, y->key, n);
+
+	if (c != 0) {
+		return c;
+	}
+	if (x->key_len != y->key_len) {
+		return x->key_len < y->key_len ? -1 : 1;
+	}
+	return strcmp(x->name, y->name);
+}
+
+static void report_collision(const struct check_opts *o,
+			     struct check_totals *t, const char *dir,
+			     struct keyed_name *group, size_t n)
+{
+	size_t i;
+
+	t->collisions++;
+	if (o->json) {
+		json_sep(t);
+		printf("{\"kind\": \"collision\", \"directory\": ");
+		print_name(stdout, dir, true);
+		printf(", \"names\": [");
+		for (i = 0; i < n; i++) {
+			printf(i > 0 ? ", " : "");
+			print_name(stdout, group[i].name, true);
+		}
+		printf("]}");
+		return;
+	}
+	printf("collision: ");
+	print_name(stdout, dir, false);
+	printf(":");
+	for (i = 0; i < n; i++) {
+		printf(" \"");
+		print_name(stdout, group[i].name, false);
+		printf("\"");
+	}
+	printf("\n");
+}
+
+/* Report every set of names that the rule calls equal. */
+static void check_collisions(const struct check_opts *o,
+			     struct check_totals *t, const char *dir,
+			     struct keyed_name *v, size_t n)
+{
+	size_t i = 0;
+
+	qsort(v, n, sizeof(*v), cmp_keyed);
+	while (i < n) {
+		size_t j = i + 1, k, m = 0;
+		struct keyed_name *group;
+
+		while (j < n && v[j].key_len == v[i].key_len &&
+		       memcmp(v[j].key, v[i].key, v[i].key_len) == 0) {
+			j++;
+		}
+		if (j - i < 2) {
+			i = j;
+			continue;
+		}
+		/* a key may bucket names the rule keeps apart: confirm */
+		group = calloc(j - i, sizeof(*group));
+		if (group == NULL) {
+			return;
+		}
+		for (k = i; k < j; k++) {
+			size_t l;
+			bool equal = false;
+
+			for (l = i; l < j; l++) {
+				if (l != k && fastcase_fold_equal(
+					    &o->cfg.rules, v[k].name,
+					    v[l].name)) {
+					equal = true;
+					break;
+				}
+			}
+			if (equal) {
+				group[m++] = v[k];
+			}
+		}
+		if (m > 1) {
+			report_collision(o, t, dir, group, m);
+		}
+		free(group);
+		i = j;
+	}
+}
+
+static void report_simple(const struct check_opts *o, struct check_totals *t,
+			  const char *kind, const char *dir, const char *name,
+			  unsigned long count)
+{
+	if (o->json) {
+		json_sep(t);
+		printf("{\"kind\": \"%s\", \"directory\": ", kind);
+		print_name(stdout, dir, true);
+		if (name != NULL) {
+			printf(", \"name\": ");
+			print_name(stdout, name, true);
+		} else {
+			printf(", \"entries\": %lu", count);
+		}
+		printf("}");
+		return;
+	}
+	printf("%s: ", kind);
+	print_name(stdout, dir, false);
+	if (name != NULL) {
+		printf("/");
+		print_name(stdout, name, false);
+		printf("\n");
+	} else {
+		printf(" (%lu entries)\n", count);
+	}
+}
+
+static void report_error(struct check_totals *t, const char *path, int err)
+{
+	t->errors++;
+	fprintf(stderr, "fastcase-check: %s: %s\n", path, strerror(err));
+}
+
+static void progress(const struct check_opts *o, const struct check_totals *t)
+{
+	if (o->progress && t->dirs % 256 == 0) {
+		fprintf(stderr, "\r%lu directories, %lu names", t->dirs,
+			t->names);
+	}
+}
+
+static void check_dir(const struct check_opts *o, struct check_totals *t,
+		      int fd, const char *path);
+
+/* Opened by path after the parent is closed, so depth costs no fds. */
+static void check_subdir(const struct check_opts *o, struct check_totals *t,
+			 const char *path, const char *name)
+{
+	char *sub = NULL;
+	int fd;
+
+	if (asprintf(&sub, "%s/%s", path, name) < 0) {
+		return;
+	}
+	fd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1) {
+		if (errno != ENOTDIR && errno != ELOOP) {
+			report_error(t, sub, errno);
+		}
+	} else {
+		check_dir(o, t, fd, sub);
+	}
+	free(sub);
+}
+
+/* d_type says, except on file systems that leave it DT_UNKNOWN. */
+static bool is_subdir(DIR *d, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN) {
+		return de->d_type == DT_DIR;
+	}
+	return fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISDIR(st.st_mode);
+}
+
+static void check_dir(const struct check_opts *o, struct check_totals *t,
+		      int fd, const char *path)
+{
+	struct keyed_name *v = NULL;
+	char **subdirs = NULL;
+	size_t n = 0, cap = 0, nsub = 0, i;
+	struct dirent *de;
+	DIR *d = fdopendir(fd);
+
+	if (d == NULL) {
+		report_error(t, path, errno);
+		close(fd);
+		return;
+	}
+	t->dirs++;
+	while ((de = readdir(d)) != NULL) {
+		char key[FASTCASE_KEY_MAX];
+		size_t key_len;
+
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0) {
+			continue;
+		}
+		t->names++;
+		if (fastcase_name_is_invalid_utf8(de->d_name)) {
+			t->invalid++;
+			report_simple(o, t, "invalid-utf8", path, de->d_name,
+				      0);
+		}
+		if (fastcase_fold_key(&o->cfg.rules, de->d_name, key,
+				      sizeof(key), &key_len) == 0) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				v = realloc(v, cap * sizeof(*v));
+				if (v == NULL) {
+					report_error(t, path, ENOMEM);
+					closedir(d);
+					return;
+				}
+			}
+			v[n].key = malloc(key_len);
+			v[n].name = strdup(de->d_name);
+			if (v[n].key == NULL || v[n].name == NULL) {
+				report_error(t, path, ENOMEM);
+				break;
+			}
+			memcpy(v[n].key, key, key_len);
+			v[n].key_len = key_len;
+			n++;
+		}
+		if (is_subdir(d, de)) {
+			char **tmp = realloc(subdirs,
+					     (nsub + 1) * sizeof(*subdirs));
+
+			if (tmp == NULL) {
+				report_error(t, path, ENOMEM);
+				break;
+			}
+			subdirs = tmp;
+			subdirs[nsub] = strdup(de->d_name);
+			if (subdirs[nsub] != NULL) {
+				nsub++;
+			}
+		}
+		progress(o, t);
+	}
+	closedir(d);
+
+	check_collisions(o, t, path, v, n);
+	if (n >= o->large) {
+		t->large++;
+		report_simple(o, t, "large-directory", path, NULL, n);
+	}
+	for (i = 0; i < n; i++) {
+		free(v[i].key);
+		free(v[i].name);
+	}
+	free(v);
+	for (i = 0; i < nsub; i++) {
+		check_subdir(o, t, path, subdirs[i]);
+		free(subdirs[i]);
+	}
+	free(subdirs);
+}
+
+/* The fastcase: options of one share, as testparm expands smb.conf. */
+static int load_share(struct fastcase_config *cfg, const char *config,
+		      const char *share)
+{
+	char *cmd = NULL;
+	char line[4096];
+	bool in_share = false, found = false;
+	FILE *p;
+
+	if (asprintf(&cmd, "testparm -s --suppress-prompt '%s' 2>/dev/null",
+		     config) < 0) {
+		return ENOMEM;
+	}
+	p = popen(cmd, "r");
+	free(cmd);
+	if (p == NULL) {
+		return errno;
+	}
+	while (fgets(line, sizeof(line), p) != NULL) {
+		char *s = line, *eq, *name, *value, *end;
+		const char *why = NULL;
+
+		s[strcspn(s, "\n")] = '\0';
+		while (isspace((unsigned char)*s)) {
+			s++;
+		}
+		if (*s == '[') {
+			end = strchr(s, ']');
+			in_share = end != NULL &&
+				(size_t)(end - s - 1) == strlen(share) &&
+				strncasecmp(s + 1, share, strlen(share)) == 0;
+			found |= in_share;
+			continue;
+		}
+		if (!in_share ||
+		    strncasecmp(s, FASTCASE_PARAM_PREFIX ":",
+				sizeof(FASTCASE_PARAM_PREFIX)) != 0 ||
+		    (eq = strchr(s, '=')) == NULL) {
+			continue;
+		}
+		name = s + sizeof(FASTCASE_PARAM_PREFIX);
+		end = eq;
+		while (end > name && isspace((unsigned char)end[-1])) {
+			end--;
+		}
+		*end = '\0';
+		value = eq + 1;
+		while (isspace((unsigned char)*value)) {
+			value++;
+		}
+		if (strcasecmp(name, "cache file") == 0) {
+			continue;
+		}
+		if (fastcase_param_set(cfg, name, strdup(value), &why) != 0) {
+			fprintf(stderr, "fastcase-check: share [%s]: "
+				"fastcase:%s: %s\n", share, name, why);
+			pclose(p);
+			return EINVAL;
+		}
+	}
+	pclose(p);
+	if (!found) {
+		fprintf(stderr, "fastcase-check: no share [%s] in %s\n",
+			share, config);
+		return ENOENT;
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: fastcase-check [options] PATH...\n"
+"  --fold windows|unicode   fold rule (default windows)\n"
+"  --language CODE          language rules with --fold unicode (tr, az, lt)\n"
+"  --normalize none|nfc     NFC and NFD spellings are one name\n"
+"  --share NAME             take the fold options from this smb.conf share\n"
+"  --config FILE            smb.conf for --share (default: smbd's)\n"
+"  --large N                report directories of N+ entries (default %d)\n"
+"  --json                   one JSON document on stdout\n"
+"exit status: 0 nothing found, 1 findings, 2 error\n", DEFAULT_LARGE);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "fold", required_argument, NULL, 'f' },
+		{ "language", required_argument, NULL, 'l' },
+		{ "normalize", required_argument, NULL, 'n' },
+		{ "share", required_argument, NULL, 's' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "large", required_argument, NULL, 'L' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct check_opts o = { .large = DEFAULT_LARGE };
+	struct check_totals t = { .first_json = true };
+	const char *share = NULL, *config = "/etc/samba/smb.conf";
+	const char *why = NULL, *bad = NULL;
+	int c, i;
+
+	fastcase_config_init(&o.cfg);
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		const char *param = NULL;
+
+		switch (c) {
+		case 'f': param = "fold"; break;
+		case 'l': param = "language"; break;
+		case 'n': param = "normalize"; break;
+		case 's': share = optarg; continue;
+		case 'c': config = optarg; continue;
+		case 'L': o.large = strtoul(optarg, NULL, 10); continue;
+		case 'j': o.json = true; continue;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+		if (fastcase_param_set(&o.cfg, param, optarg, &why) != 0) {
+			fprintf(stderr, "fastcase-check: --%s %s: %s\n",
+				param, optarg, why);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (share != NULL && load_share(&o.cfg, config, share) != 0) {
+		return 2;
+	}
+	if (fastcase_config_check(&o.cfg, &bad, &why) != 0) {
+		fprintf(stderr, "fastcase-check: %s %s\n", bad, why);
+		return 2;
+	}
+	o.progress = !o.json && isatty(STDERR_FILENO);
+
+	if (o.json) {
+		printf("{\"findings\": [\n");
+	}
+	for (i = optind; i < argc; i++) {
+		int fd = open(argv[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd == -1) {
+			report_error(&t, argv[i], errno);
+			continue;
+		}
+		check_dir(&o, &t, fd, argv[i]);
+	}
+	if (o.progress) {
+		fprintf(stderr, "\r\033[K");
+	}
+	if (o.json) {
+		printf("\n], \"summary\": {\"directories\": %lu, "
+		       "\"names\": %lu, \"collisions\": %lu, "
+		       "\"invalid_utf8\": %lu, \"large_directories\": %lu, "
+		       "\"errors\": %lu}}\n", t.dirs, t.names, t.collisions,
+		       t.invalid, t.large, t.errors);
+	} else {
+		printf("%lu directories, %lu names: %lu collisions, "
+		       "%lu invalid UTF-8, %lu large directories\n",
+		       t.dirs, t.names, t.collisions, t.invalid, t.large);
+	}
+	if (t.errors > 0) {
+		return 2;
+	}
+	return (t.collisions + t.invalid + t.large) > 0 ? 1 : 0;
+}
