@@ -63,12 +63,21 @@ struct fastcase_cache;
 /* Scope of one share's records: the rules and their tag. */
 struct fastcase_scope {
 	struct fastcase_fold_rules rules;
-	char tag[32];
+	struct fastcase_legacy *legacy;	/* NULL: no legacy charset */
+	char tag[64];
 	size_t tag_len;
 };
 
 void fastcase_scope_init(struct fastcase_scope *scope,
 			 const struct fastcase_fold_rules *rules);
+
+/* Key on-disk names that are not UTF-8 by their legacy decoding. */
+void fastcase_scope_set_legacy(struct fastcase_scope *scope,
+			       struct fastcase_legacy *legacy);
+
+/* The key of an on-disk name under the scope's rules. */
+int fastcase_scope_disk_key(const struct fastcase_scope *scope,
+			    const char *name, char *key, size_t *key_len);
 
 /*
  * Open (or create) the cache file. A file that cannot be opened, is

@@ -53,6 +53,7 @@ struct fastcase_engine_options {
 	const char *cache_path;
 	uint64_t cache_size;
 	unsigned watch_limit;	/* 0: no inotify, validate by stamps */
+	const char *legacy_charset;	/* NULL: none */
 	const char *log_name;	/* the share, for log messages */
 };
 
@@ -113,6 +114,22 @@ void fastcase_engine_name_changed(struct fastcase_engine *e, int dirfd,
 
 const struct fastcase_stats *fastcase_engine_stats(
 	const struct fastcase_engine *e);
+
+/*
+ * Legacy charset support. decode: the UTF-8 spelling of an on-disk name
+ * that is not UTF-8, or NULL. listed: whether a legacy name is shown under
+ * its decoded spelling (not when a UTF-8 name in the directory folds equal
+ * to it: the UTF-8 name wins). to_disk: the on-disk bytes of a legacy
+ * name given by its exact decoded spelling, or NULL.
+ */
+const char *fastcase_engine_legacy_decode(struct fastcase_engine *e,
+					  const char *name, char *buf,
+					  size_t bufsize);
+bool fastcase_engine_legacy_listed(struct fastcase_engine *e, int dirfd,
+				   const char *disk_name,
+				   const char *decoded);
+char *fastcase_engine_legacy_to_disk(struct fastcase_engine *e, int dirfd,
+				     const char *name, TALLOC_CTX *mem_ctx);
 
 /* Add this process's counters since the last flush to the cache file. */
 void fastcase_engine_flush_stats(struct fastcase_engine *e);

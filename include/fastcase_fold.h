@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <talloc.h>
 
 /*
  * Bump whenever the key of any name changes: it is part of every cache key,
@@ -67,5 +68,27 @@ bool fastcase_fold_equal(const struct fastcase_fold_rules *rules,
 
 /* True when name is not valid UTF-8 (as smbd's decoder reads it). */
 bool fastcase_name_is_invalid_utf8(const char *name);
+
+/*
+ * Names written in a legacy charset ("fastcase:legacy charset"): a name
+ * that is valid UTF-8 is UTF-8; one that is not is decoded with the
+ * legacy charset. The bytes on disk never change.
+ */
+struct fastcase_legacy;
+
+/* Returns 0, EINVAL for a charset iconv does not know, or ENOMEM. */
+int fastcase_legacy_open(TALLOC_CTX *mem_ctx, const char *charset,
+			 struct fastcase_legacy **plegacy);
+
+const char *fastcase_legacy_charset(const struct fastcase_legacy *legacy);
+
+/*
+ * The UTF-8 spelling of an on-disk name that is not valid UTF-8, in buf;
+ * NULL when the name is valid UTF-8 or is not valid in the legacy charset
+ * either (CP1252 has holes), or does not fit.
+ */
+const char *fastcase_legacy_decode(struct fastcase_legacy *legacy,
+				   const char *name, char *buf,
+				   size_t bufsize);
 
 #endif /* _FASTCASE_FOLD_H_ */

@@ -30,6 +30,7 @@ struct fastcase_config {
 	const char *cache_file;		/* NULL: Samba's cache dir */
 	uint64_t cache_size;		/* bytes the cache file may grow to */
 	unsigned watch_limit;		/* watched directories per process */
+	const char *legacy_charset;	/* NULL: names are UTF-8 or hidden */
 };
 
 /* The names of every parameter, NULL-terminated. */

@@ -34,7 +34,7 @@
 #define KEY_HEADER "fastcase-format"
 #define KEY_USAGE "fastcase-usage"
 
-#define KEY_BUF (2 + 32 + 24 + FASTCASE_KEY_MAX)
+#define KEY_BUF (2 + 64 + 24 + FASTCASE_KEY_MAX)
 
 /* Rough bytes a stored name costs: TDB record header, key and value. */
 #define RECORD_OVERHEAD 48
@@ -49,8 +49,34 @@ void fastcase_scope_init(struct fastcase_scope *scope,
 			 const struct fastcase_fold_rules *rules)
 {
 	scope->rules = *rules;
+	scope->legacy = NULL;
 	fastcase_fold_rules_tag(rules, scope->tag, sizeof(scope->tag));
 	scope->tag_len = strlen(scope->tag);
+}
+
+void fastcase_scope_set_legacy(struct fastcase_scope *scope,
+			       struct fastcase_legacy *legacy)
+{
+	scope->legacy = legacy;
+	if (legacy != NULL) {
+		snprintf(scope->tag + scope->tag_len,
+			 sizeof(scope->tag) - scope->tag_len, ":l=%s",
+			 fastcase_legacy_charset(legacy));
+		scope->tag_len = strlen(scope->tag);
+	}
+}
+
+int fastcase_scope_disk_key(const struct fastcase_scope *scope,
+			    const char *name, char *key, size_t *key_len)
+{
+	char decoded[FASTCASE_KEY_MAX];
+	const char *spelling = NULL;
+
+	spelling = fastcase_legacy_decode(scope->legacy, name, decoded,
+					  sizeof(decoded));
+	return fastcase_fold_key(&scope->rules,
+				 spelling != NULL ? spelling : name,
+				 key, FASTCASE_KEY_MAX, key_len);
 }
 
 static size_t dir_key(uint8_t *buf, char type,
@@ -370,8 +396,7 @@ static ssize_t names_find(const uint8_t *p, size_t len, const char *name)
 static int fold_name(const struct fastcase_scope *scope, const char *name,
 		     char *key, size_t *key_len)
 {
-	return fastcase_fold_key(&scope->rules, name, key, FASTCASE_KEY_MAX,
-				 key_len);
+	return fastcase_scope_disk_key(scope, name, key, key_len);
 }
 
 int fastcase_cache_entry_add(struct fastcase_cache *cache,

@@ -33,6 +33,7 @@
 #include "system/filesys.h"
 #include "lib/util/debug.h"
 #include "lib/util/dlinklist.h"
+#include "lib/util/talloc_stack.h"
 #include "system/time.h"
 
 #include <dirent.h>
@@ -471,13 +472,19 @@ static int ensure_sync(struct fastcase_engine *e,
 }
 
 struct choose_state {
-	const struct fastcase_fold_rules *rules;
+	const struct fastcase_scope *scope;
 	const char *name;
 	const char *exact;
 	const char *best;
+	bool best_is_legacy;
 	size_t matches;
 };
 
+/*
+ * Rank the candidates of one key: an exact byte match wins; then names
+ * stored in UTF-8 over names decoded from the legacy charset; then the
+ * smallest in byte order, whatever order readdir returned them in.
+ */
 static void choose_name(const char *names, size_t names_len,
 			void *private_data)
 {
@@ -486,6 +493,9 @@ static void choose_name(const char *names, size_t names_len,
 
 	while (off < names_len) {
 		const char *cand = names + off;
+		char decoded[FASTCASE_KEY_MAX];
+		const char *spelling;
+		bool legacy;
 
 		off += strlen(cand) + 1;
 		if (strcmp(cand, cs->name) == 0) {
@@ -493,14 +503,20 @@ static void choose_name(const char *names, size_t names_len,
 			cs->matches++;
 			continue;
 		}
-		if (!fastcase_fold_equal(cs->rules, cs->name, cand)) {
+		spelling = fastcase_legacy_decode(cs->scope->legacy, cand,
+						  decoded, sizeof(decoded));
+		legacy = (spelling != NULL);
+		if (!fastcase_fold_equal(&cs->scope->rules, cs->name,
+					 legacy ? spelling : cand)) {
 			continue;
 		}
 		cs->matches++;
-		/* several names that fold equal: the smallest in byte
-		 * order wins, whatever order readdir returned them in */
-		if (cs->best == NULL || strcmp(cand, cs->best) < 0) {
+		if (cs->best == NULL ||
+		    (cs->best_is_legacy && !legacy) ||
+		    (cs->best_is_legacy == legacy &&
+		     strcmp(cand, cs->best) < 0)) {
 			cs->best = cand;
+			cs->best_is_legacy = legacy;
 		}
 	}
 }
@@ -514,7 +530,7 @@ static int find_in_records(struct fastcase_engine *e,
 			   const char *name, const char *key, size_t key_len,
 			   TALLOC_CTX *mem_ctx, char **found)
 {
-	struct choose_state cs = { .rules = &e->scope.rules, .name = name };
+	struct choose_state cs = { .scope = &e->scope, .name = name };
 	const char *pick;
 	int ret;
 
@@ -574,10 +590,45 @@ static void age_stamp(struct fastcase_engine *e,
 	}
 }
 
+static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
+					     int dirfd, const char *name,
+					     TALLOC_CTX *mem_ctx,
+					     char **found);
+
+/*
+ * smbd gets a legacy name under its UTF-8 spelling: it stores names in
+ * share mode records and sends them to clients, which needs UTF-8. Path
+ * calls in that spelling are translated back by the glue.
+ */
 enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
 					    int dirfd, const char *name,
 					    TALLOC_CTX *mem_ctx,
 					    char **found)
+{
+	enum fastcase_result res;
+	char decoded[FASTCASE_KEY_MAX];
+	const char *spelling;
+
+	res = lookup_disk_name(e, dirfd, name, mem_ctx, found);
+	if (res != FASTCASE_FOUND || e->scope.legacy == NULL) {
+		return res;
+	}
+	spelling = fastcase_legacy_decode(e->scope.legacy, *found, decoded,
+					  sizeof(decoded));
+	if (spelling != NULL) {
+		TALLOC_FREE(*found);
+		*found = talloc_strdup(mem_ctx, spelling);
+		if (*found == NULL) {
+			return FASTCASE_UNKNOWN;
+		}
+	}
+	return res;
+}
+
+static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
+					     int dirfd, const char *name,
+					     TALLOC_CTX *mem_ctx,
+					     char **found)
 {
 	char key[FASTCASE_KEY_MAX];
 	struct fastcase_dir_record rec, again;
@@ -649,7 +700,7 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 					  int dirfd, const char *name,
 					  TALLOC_CTX *mem_ctx, char **found)
 {
-	struct choose_state cs = { .rules = &e->scope.rules, .name = name };
+	struct choose_state cs = { .scope = &e->scope, .name = name };
 	struct dirent *de = NULL;
 	DIR *dir = NULL;
 	int fd;
@@ -673,6 +724,7 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 			continue;
 		}
 		cs.exact = cs.best = NULL;
+		cs.best_is_legacy = false;
 		choose_name(de->d_name, strlen(de->d_name) + 1, &cs);
 		pick = cs.exact != NULL ? cs.exact : cs.best;
 		if (pick == NULL) {
@@ -691,7 +743,17 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 	if (*found == NULL) {
 		return FASTCASE_NOT_FOUND;
 	}
-	return FASTCASE_FOUND;
+	if (e->scope.legacy != NULL) {
+		char decoded[FASTCASE_KEY_MAX];
+		const char *spelling = fastcase_legacy_decode(
+			e->scope.legacy, *found, decoded, sizeof(decoded));
+
+		if (spelling != NULL) {
+			TALLOC_FREE(*found);
+			*found = talloc_strdup(mem_ctx, spelling);
+		}
+	}
+	return *found != NULL ? FASTCASE_FOUND : FASTCASE_UNKNOWN;
 }
 
 int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
@@ -805,6 +867,60 @@ const struct fastcase_stats *fastcase_engine_stats(
 	return &e->stats;
 }
 
+const char *fastcase_engine_legacy_decode(struct fastcase_engine *e,
+					  const char *name, char *buf,
+					  size_t bufsize)
+{
+	return fastcase_legacy_decode(e->scope.legacy, name, buf, bufsize);
+}
+
+bool fastcase_engine_legacy_listed(struct fastcase_engine *e, int dirfd,
+				   const char *disk_name,
+				   const char *decoded)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	char *found = NULL;
+	bool listed;
+
+	switch (lookup_disk_name(e, dirfd, decoded, frame, &found)) {
+	case FASTCASE_FOUND:
+		listed = (strcmp(found, disk_name) == 0);
+		if (!listed) {
+			DBG_NOTICE("share [%s]: legacy name \"%s\" is hidden "
+				   "by \"%s\", which folds equal\n",
+				   e->log_name, decoded, found);
+		}
+		break;
+	default:
+		/* cannot tell: show it, as the bytes exist */
+		listed = true;
+		break;
+	}
+	TALLOC_FREE(frame);
+	return listed;
+}
+
+char *fastcase_engine_legacy_to_disk(struct fastcase_engine *e, int dirfd,
+				     const char *name, TALLOC_CTX *mem_ctx)
+{
+	char decoded[FASTCASE_KEY_MAX];
+	const char *spelling;
+	char *found = NULL;
+
+	if (e->scope.legacy == NULL || fastcase_name_is_invalid_utf8(name) ||
+	    lookup_disk_name(e, dirfd, name, mem_ctx, &found) !=
+	    FASTCASE_FOUND) {
+		return NULL;
+	}
+	spelling = fastcase_legacy_decode(e->scope.legacy, found, decoded,
+					  sizeof(decoded));
+	if (spelling == NULL || strcmp(spelling, name) != 0) {
+		TALLOC_FREE(found);
+		return NULL;
+	}
+	return found;
+}
+
 int fastcase_engine_watch_fd(const struct fastcase_engine *e)
 {
 	return e->watch != NULL ? fastcase_watch_fd(e->watch) : -1;
@@ -827,6 +943,16 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 	if (e->log_name == NULL) {
 		TALLOC_FREE(e);
 		return ENOMEM;
+	}
+	if (opts->legacy_charset != NULL) {
+		struct fastcase_legacy *legacy = NULL;
+
+		ret = fastcase_legacy_open(e, opts->legacy_charset, &legacy);
+		if (ret != 0) {
+			TALLOC_FREE(e);
+			return ret;
+		}
+		fastcase_scope_set_legacy(&e->scope, legacy);
 	}
 	e->state_limit = opts->watch_limit != 0 ? opts->watch_limit :
 		UNWATCHED_STATE_LIMIT;

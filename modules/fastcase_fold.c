@@ -29,6 +29,7 @@
 #include "lib/util/charset/charset.h"
 #include "fastcase_fold.h"
 
+#include <iconv.h>
 #include <unicase.h>
 #include <uninorm.h>
 #include <unistr.h>
@@ -290,5 +291,86 @@ const char *fastcase_fold_rules_tag(const struct fastcase_fold_rules *rules,
 		 rules->language[0] != '\0' ? ":" : "",
 		 rules->language,
 		 rules->normalize == FASTCASE_NORMALIZE_NFC ? ":nfc" : "");
+	return buf;
+}
+
+struct fastcase_legacy {
+	iconv_t cd;
+	char *charset;
+};
+
+static int legacy_destructor(struct fastcase_legacy *legacy)
+{
+	iconv_close(legacy->cd);
+	return 0;
+}
+
+int fastcase_legacy_open(TALLOC_CTX *mem_ctx, const char *charset,
+			 struct fastcase_legacy **plegacy)
+{
+	struct fastcase_legacy *legacy = talloc_zero(mem_ctx,
+						     struct fastcase_legacy);
+
+	if (legacy == NULL) {
+		return ENOMEM;
+	}
+	legacy->charset = talloc_strdup(legacy, charset);
+	if (legacy->charset == NULL) {
+		TALLOC_FREE(legacy);
+		return ENOMEM;
+	}
+	legacy->cd = iconv_open("UTF-8", charset);
+	if (legacy->cd == (iconv_t)-1) {
+		TALLOC_FREE(legacy);
+		return EINVAL;
+	}
+	talloc_set_destructor(legacy, legacy_destructor);
+	*plegacy = legacy;
+	return 0;
+}
+
+const char *fastcase_legacy_charset(const struct fastcase_legacy *legacy)
+{
+	return legacy->charset;
+}
+
+static bool all_ascii(const char *name)
+{
+	const unsigned char *p = (const unsigned char *)name;
+
+	for (; *p != '\0'; p++) {
+		if (*p >= 0x80) {
+			return false;
+		}
+	}
+	return true;
+}
+
+const char *fastcase_legacy_decode(struct fastcase_legacy *legacy,
+				   const char *name, char *buf,
+				   size_t bufsize)
+{
+	char *in = discard_const_p(char, name);
+	size_t inleft = strlen(name);
+	char *out = buf;
+	size_t outleft = bufsize - 1;
+
+	/* the common case, and the cost directories without legacy names
+	 * pay: one pass over bytes below 0x80 */
+	if (legacy == NULL || all_ascii(name) ||
+	    !fastcase_name_is_invalid_utf8(name)) {
+		return NULL;
+	}
+	iconv(legacy->cd, NULL, NULL, NULL, NULL);
+	if (iconv(legacy->cd, &in, &inleft, &out, &outleft) == (size_t)-1 ||
+	    inleft != 0) {
+		return NULL;
+	}
+	*out = '\0';
+	/* a decoded name must be a name: no '/', and one smbd can read */
+	if (strchr(buf, '/') != NULL || fastcase_name_is_invalid_utf8(buf) ||
+	    (size_t)(out - buf) > 255) {
+		return NULL;
+	}
 	return buf;
 }

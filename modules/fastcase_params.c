@@ -21,6 +21,7 @@ const char *const fastcase_param_names[] = {
 	"cache file",
 	"cache size",
 	"watch limit",
+	"legacy charset",
 	NULL,
 };
 
@@ -151,6 +152,20 @@ int fastcase_param_set(struct fastcase_config *cfg, const char *name,
 			return EINVAL;
 		}
 		cfg->watch_limit = n;
+		return 0;
+	}
+	if (strcasecmp(name, "legacy charset") == 0) {
+		if (strcasecmp(value, "none") == 0 || value[0] == '\0') {
+			cfg->legacy_charset = NULL;
+			return 0;
+		}
+		if (strlen(value) > 32 || strchr(value, '/') != NULL) {
+			*why = "expected an iconv charset name such as "
+				"\"ISO-8859-1\" or \"none\"";
+			return EINVAL;
+		}
+		/* whether iconv knows it is checked when the share starts */
+		cfg->legacy_charset = value;
 		return 0;
 	}
 	*why = "unknown parameter";

@@ -106,6 +106,9 @@ struct fastcase_share {
 	struct fastcase_engine *engine;
 	struct tevent_fd *watch_fde;
 	bool authoritative;	/* answer even when smbd would scan */
+	bool legacy;		/* "fastcase:legacy charset" is set */
+	/* readdir's answer for a legacy name, under its UTF-8 spelling */
+	struct dirent *legacy_dirent;
 };
 
 static int fastcase_share_destructor(struct fastcase_share *share)
@@ -135,6 +138,7 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 		.cache_size = share->cfg.cache_size,
 		.watch_limit = share->cfg.watch_limit,
 		.log_name = lp_const_servicename(SNUM(handle->conn)),
+		.legacy_charset = share->cfg.legacy_charset,
 	};
 	char *path = NULL;
 	int ret, fd;
@@ -154,6 +158,12 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 	ret = fastcase_engine_create(share, &opts, &share->engine);
 	unbecome_root();
 	TALLOC_FREE(path);
+	if (ret == EINVAL) {
+		DBG_ERR("share [%s]: invalid value \"%s\" for parameter "
+			"\"fastcase:legacy charset\": iconv does not know "
+			"it\n", opts.log_name, share->cfg.legacy_charset);
+		return false;
+	}
 	if (ret != 0) {
 		return false;
 	}
@@ -198,6 +208,18 @@ static int fastcase_connect(struct vfs_handle_struct *handle,
 	share->authoritative =
 		share->cfg.rules.mode != FASTCASE_FOLD_WINDOWS ||
 		share->cfg.rules.normalize != FASTCASE_NORMALIZE_NONE;
+
+	share->legacy = (share->cfg.legacy_charset != NULL);
+	if (share->legacy) {
+		share->legacy_dirent = (struct dirent *)talloc_zero_size(
+			share, sizeof(struct dirent) + NAME_MAX + 1);
+		if (share->legacy_dirent == NULL) {
+			TALLOC_FREE(share);
+			SMB_VFS_NEXT_DISCONNECT(handle);
+			errno = ENOMEM;
+			return -1;
+		}
+	}
 
 	if (!fastcase_start_engine(handle, share)) {
 		TALLOC_FREE(share);
@@ -321,6 +343,178 @@ static void fastcase_note_changed(struct fastcase_share *share,
 	}
 }
 
+/*
+ * Legacy charset names. Listings show a name that is not UTF-8 under its
+ * decoding; smbd then uses that spelling in path-based calls, which fail
+ * with ENOENT on disk. Those calls are retried once with the on-disk bytes,
+ * so shares without "fastcase:legacy charset" pay nothing.
+ */
+static struct dirent *fastcase_readdir(struct vfs_handle_struct *handle,
+				       struct files_struct *dirfsp,
+				       DIR *dirp,
+				       SMB_STRUCT_STAT *sbuf)
+{
+	struct fastcase_share *share = NULL;
+	struct dirent *de = NULL;
+	char decoded[NAME_MAX * 4];
+	const char *spelling;
+	int fd;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return NULL);
+
+	while ((de = SMB_VFS_NEXT_READDIR(handle, dirfsp, dirp, sbuf)) != NULL) {
+		if (!share->legacy) {
+			return de;
+		}
+		spelling = fastcase_engine_legacy_decode(
+			share->engine, de->d_name, decoded, sizeof(decoded));
+		if (spelling == NULL || strlen(spelling) > NAME_MAX) {
+			/* UTF-8, or not valid in the legacy charset either */
+			return de;
+		}
+		fd = fsp_get_pathref_fd(dirfsp);
+		if (fd != -1 && fd != AT_FDCWD &&
+		    !fastcase_engine_legacy_listed(share->engine, fd,
+						   de->d_name, spelling)) {
+			continue;
+		}
+		*share->legacy_dirent = *de;
+		strlcpy(share->legacy_dirent->d_name, spelling, NAME_MAX + 1);
+		return share->legacy_dirent;
+	}
+	return NULL;
+}
+
+/*
+ * The on-disk spelling of path (relative to dirfsp) whose last component
+ * is the UTF-8 spelling of a legacy name, or NULL.
+ */
+static char *fastcase_legacy_path(struct fastcase_share *share,
+				  const struct files_struct *dirfsp,
+				  const char *path, TALLOC_CTX *mem_ctx)
+{
+	const char *slash = strrchr(path, '/');
+	const char *last = slash != NULL ? slash + 1 : path;
+	char *disk = NULL, *result = NULL;
+	int fd, tmp_fd, parent_fd = -1;
+
+	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
+	if (fd == -1) {
+		return NULL;
+	}
+	if (slash != NULL) {
+		char *parent = talloc_strndup(mem_ctx, path, slash - path);
+
+		if (parent != NULL) {
+			parent_fd = openat(fd, parent[0] != '\0' ? parent : "/",
+					   O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+		TALLOC_FREE(parent);
+	}
+	disk = fastcase_engine_legacy_to_disk(
+		share->engine, parent_fd != -1 ? parent_fd : fd, last,
+		mem_ctx);
+	if (disk != NULL && slash != NULL && parent_fd != -1) {
+		result = talloc_asprintf(mem_ctx, "%.*s/%s",
+					 (int)(slash - path), path, disk);
+		TALLOC_FREE(disk);
+	} else if (slash == NULL) {
+		result = disk;
+	} else {
+		TALLOC_FREE(disk);
+	}
+	if (parent_fd != -1) {
+		close(parent_fd);
+	}
+	if (tmp_fd != -1) {
+		close(tmp_fd);
+	}
+	return result;
+}
+
+/* A copy of smb_fname naming the on-disk bytes, or NULL. */
+static struct smb_filename *fastcase_legacy_fname(
+	struct vfs_handle_struct *handle,
+	const struct files_struct *dirfsp,
+	const struct smb_filename *smb_fname)
+{
+	struct fastcase_share *share = NULL;
+	struct smb_filename *copy = NULL;
+	char *disk = NULL;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return NULL);
+	if (!share->legacy || errno != ENOENT) {
+		return NULL;
+	}
+	disk = fastcase_legacy_path(share, dirfsp, smb_fname->base_name,
+				    talloc_tos());
+	if (disk == NULL) {
+		errno = ENOENT;
+		return NULL;
+	}
+	copy = cp_smb_filename(talloc_tos(), smb_fname);
+	if (copy == NULL) {
+		TALLOC_FREE(disk);
+		errno = ENOENT;
+		return NULL;
+	}
+	TALLOC_FREE(copy->base_name);
+	copy->base_name = talloc_move(copy, &disk);
+	return copy;
+}
+
+static int fastcase_stat(struct vfs_handle_struct *handle,
+			 struct smb_filename *smb_fname)
+{
+	struct smb_filename *disk = NULL;
+	int ret = SMB_VFS_NEXT_STAT(handle, smb_fname);
+
+	if (ret == -1 &&
+	    (disk = fastcase_legacy_fname(handle, handle->conn->cwd_fsp,
+					  smb_fname)) != NULL) {
+		ret = SMB_VFS_NEXT_STAT(handle, disk);
+		smb_fname->st = disk->st;
+		TALLOC_FREE(disk);
+	}
+	return ret;
+}
+
+static int fastcase_lstat(struct vfs_handle_struct *handle,
+			  struct smb_filename *smb_fname)
+{
+	struct smb_filename *disk = NULL;
+	int ret = SMB_VFS_NEXT_LSTAT(handle, smb_fname);
+
+	if (ret == -1 &&
+	    (disk = fastcase_legacy_fname(handle, handle->conn->cwd_fsp,
+					  smb_fname)) != NULL) {
+		ret = SMB_VFS_NEXT_LSTAT(handle, disk);
+		smb_fname->st = disk->st;
+		TALLOC_FREE(disk);
+	}
+	return ret;
+}
+
+static int fastcase_fstatat(struct vfs_handle_struct *handle,
+			    const struct files_struct *dirfsp,
+			    const struct smb_filename *smb_fname,
+			    SMB_STRUCT_STAT *sbuf,
+			    int flags)
+{
+	struct smb_filename *disk = NULL;
+	int ret = SMB_VFS_NEXT_FSTATAT(handle, dirfsp, smb_fname, sbuf,
+				       flags);
+
+	if (ret == -1 &&
+	    (disk = fastcase_legacy_fname(handle, dirfsp, smb_fname)) != NULL) {
+		ret = SMB_VFS_NEXT_FSTATAT(handle, dirfsp, disk, sbuf, flags);
+		TALLOC_FREE(disk);
+	}
+	return ret;
+}
+
 static bool is_single_name(const struct smb_filename *smb_fname)
 {
 	return strchr(smb_fname->base_name, '/') == NULL &&
@@ -344,7 +538,17 @@ static int fastcase_openat(struct vfs_handle_struct *handle,
 	/* smbd always creates with O_EXCL; anything else opens */
 	if ((how->flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ||
 	    !is_single_name(smb_fname)) {
-		return SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
+		struct smb_filename *disk = NULL;
+
+		ret = SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
+		if (ret == -1 && !(how->flags & O_CREAT) &&
+		    (disk = fastcase_legacy_fname(handle, dirfsp,
+						  smb_fname)) != NULL) {
+			ret = SMB_VFS_NEXT_OPENAT(handle, dirfsp, disk, fsp,
+						  how);
+			TALLOC_FREE(disk);
+		}
+		return ret;
 	}
 	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
 	if (fd == -1) {
@@ -434,6 +638,20 @@ static int fastcase_unlinkat(struct vfs_handle_struct *handle,
 
 	FASTCASE_GET_SHARE(handle, share);
 	ret = SMB_VFS_NEXT_UNLINKAT(handle, dirfsp, smb_fname, flags);
+	if (ret == -1) {
+		struct smb_filename *disk = fastcase_legacy_fname(
+			handle, dirfsp, smb_fname);
+
+		if (disk != NULL) {
+			ret = SMB_VFS_NEXT_UNLINKAT(handle, dirfsp, disk,
+						    flags);
+			if (ret == 0) {
+				fastcase_note_changed(share, dirfsp, disk);
+			}
+			TALLOC_FREE(disk);
+			return ret;
+		}
+	}
 	if (ret == 0 && smb_fname->stream_name == NULL) {
 		saved_errno = errno;
 		fastcase_note_changed(share, dirfsp, smb_fname);
@@ -454,6 +672,24 @@ static int fastcase_renameat(struct vfs_handle_struct *handle,
 	FASTCASE_GET_SHARE(handle, share);
 	ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
 				    dstdir_fsp, smb_fname_dst);
+	if (ret == -1) {
+		struct smb_filename *disk = fastcase_legacy_fname(
+			handle, srcdir_fsp, smb_fname_src);
+
+		if (disk != NULL) {
+			ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, disk,
+						    dstdir_fsp,
+						    smb_fname_dst);
+			if (ret == 0) {
+				fastcase_note_changed(share, srcdir_fsp,
+						      disk);
+				fastcase_note_changed(share, dstdir_fsp,
+						      smb_fname_dst);
+			}
+			TALLOC_FREE(disk);
+			return ret;
+		}
+	}
 	if (ret == 0 && smb_fname_src->stream_name == NULL) {
 		fastcase_note_changed(share, srcdir_fsp, smb_fname_src);
 		fastcase_note_changed(share, dstdir_fsp, smb_fname_dst);
@@ -524,6 +760,10 @@ static struct vfs_fn_pointers vfs_fastcase_fns = {
 	.symlinkat_fn = fastcase_symlinkat,
 	.linkat_fn = fastcase_linkat,
 	.mknodat_fn = fastcase_mknodat,
+	.readdir_fn = fastcase_readdir,
+	.stat_fn = fastcase_stat,
+	.lstat_fn = fastcase_lstat,
+	.fstatat_fn = fastcase_fstatat,
 };
 
 NTSTATUS samba_init_module(TALLOC_CTX *ctx);

@@ -30,20 +30,22 @@
 
 struct check_opts {
 	struct fastcase_config cfg;
+	struct fastcase_legacy *legacy;
 	unsigned long large;
 	bool json;
 	bool progress;
 };
 
 struct check_totals {
-	unsigned long dirs, names, collisions, invalid, large, errors;
+	unsigned long dirs, names, collisions, invalid, large, errors, legacy;
 	bool first_json;
 };
 
 struct keyed_name {
 	char *key;
 	size_t key_len;
-	char *name;
+	char *name;		/* on disk */
+	char *spelling;		/* as clients see it */
 };
 
 /* Print bytes as a JSON or human string; invalid bytes as \xNN. */
@@ -154,8 +156,8 @@ static void check_collisions(const struct check_opts *o,
 
 			for (l = i; l < j; l++) {
 				if (l != k && fastcase_fold_equal(
-					    &o->cfg.rules, v[k].name,
-					    v[l].name)) {
+					    &o->cfg.rules, v[k].spelling,
+					    v[l].spelling)) {
 					equal = true;
 					break;
 				}
@@ -198,6 +200,28 @@ static void report_simple(const struct check_opts *o, struct check_totals *t,
 	} else {
 		printf(" (%lu entries)\n", count);
 	}
+}
+
+static void report_legacy(const struct check_opts *o, struct check_totals *t,
+			  const char *dir, const char *name,
+			  const char *decoded)
+{
+	if (o->json) {
+		json_sep(t);
+		printf("{\"kind\": \"legacy-name\", \"directory\": ");
+		print_name(stdout, dir, true);
+		printf(", \"name\": ");
+		print_name(stdout, name, true);
+		printf(", \"decoded\": ");
+		print_name(stdout, decoded, true);
+		printf("}");
+		return;
+	}
+	printf("legacy-name: ");
+	print_name(stdout, dir, false);
+	printf("/");
+	print_name(stdout, name, false);
+	printf(" -> %s\n", decoded);
 }
 
 static void report_error(struct check_totals *t, const char *path, int err)
@@ -273,14 +297,23 @@ static void check_dir(const struct check_opts *o, struct check_totals *t,
 		    strcmp(de->d_name, "..") == 0) {
 			continue;
 		}
+		char decoded[FASTCASE_KEY_MAX];
+		const char *spelling = NULL;
+
 		t->names++;
-		if (fastcase_name_is_invalid_utf8(de->d_name)) {
+		spelling = fastcase_legacy_decode(o->legacy, de->d_name,
+						  decoded, sizeof(decoded));
+		if (spelling != NULL) {
+			t->legacy++;
+			report_legacy(o, t, path, de->d_name, spelling);
+		} else if (fastcase_name_is_invalid_utf8(de->d_name)) {
 			t->invalid++;
 			report_simple(o, t, "invalid-utf8", path, de->d_name,
 				      0);
 		}
-		if (fastcase_fold_key(&o->cfg.rules, de->d_name, key,
-				      sizeof(key), &key_len) == 0) {
+		if (fastcase_fold_key(&o->cfg.rules,
+				      spelling != NULL ? spelling : de->d_name,
+				      key, sizeof(key), &key_len) == 0) {
 			if (n == cap) {
 				cap = cap ? cap * 2 : 64;
 				v = realloc(v, cap * sizeof(*v));
@@ -292,7 +325,10 @@ static void check_dir(const struct check_opts *o, struct check_totals *t,
 			}
 			v[n].key = malloc(key_len);
 			v[n].name = strdup(de->d_name);
-			if (v[n].key == NULL || v[n].name == NULL) {
+			v[n].spelling = strdup(spelling != NULL ? spelling :
+					       de->d_name);
+			if (v[n].key == NULL || v[n].name == NULL ||
+			    v[n].spelling == NULL) {
 				report_error(t, path, ENOMEM);
 				break;
 			}
@@ -326,6 +362,7 @@ static void check_dir(const struct check_opts *o, struct check_totals *t,
 	for (i = 0; i < n; i++) {
 		free(v[i].key);
 		free(v[i].name);
+		free(v[i].spelling);
 	}
 	free(v);
 	for (i = 0; i < nsub; i++) {
@@ -414,6 +451,8 @@ static void usage(FILE *f)
 "  --share NAME             take the fold options from this smb.conf share\n"
 "  --config FILE            smb.conf for --share (default: smbd's)\n"
 "  --large N                report directories of N+ entries (default %d)\n"
+"  --legacy-charset CS      decode names that are not UTF-8 with CS and\n"
+"                           list them (fastcase:legacy charset)\n"
 "  --json                   one JSON document on stdout\n"
 "exit status: 0 nothing found, 1 findings, 2 error\n", DEFAULT_LARGE);
 }
@@ -428,6 +467,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "large", required_argument, NULL, 'L' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "legacy-charset", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -449,6 +489,7 @@ int main(int argc, char **argv)
 		case 'c': config = optarg; continue;
 		case 'L': o.large = strtoul(optarg, NULL, 10); continue;
 		case 'j': o.json = true; continue;
+		case 'C': param = "legacy charset"; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -467,6 +508,13 @@ int main(int argc, char **argv)
 	}
 	if (fastcase_config_check(&o.cfg, &bad, &why) != 0) {
 		fprintf(stderr, "fastcase-check: %s %s\n", bad, why);
+		return 2;
+	}
+	if (o.cfg.legacy_charset != NULL &&
+	    fastcase_legacy_open(NULL, o.cfg.legacy_charset,
+				 &o.legacy) != 0) {
+		fprintf(stderr, "fastcase-check: unknown charset %s\n",
+			o.cfg.legacy_charset);
 		return 2;
 	}
 	o.progress = !o.json && isatty(STDERR_FILENO);
@@ -489,16 +537,18 @@ int main(int argc, char **argv)
 	if (o.json) {
 		printf("\n], \"summary\": {\"directories\": %lu, "
 		       "\"names\": %lu, \"collisions\": %lu, "
-		       "\"invalid_utf8\": %lu, \"large_directories\": %lu, "
-		       "\"errors\": %lu}}\n", t.dirs, t.names, t.collisions,
-		       t.invalid, t.large, t.errors);
+		       "\"invalid_utf8\": %lu, \"legacy_names\": %lu, "
+		       "\"large_directories\": %lu, \"errors\": %lu}}\n",
+		       t.dirs, t.names, t.collisions, t.invalid, t.legacy,
+		       t.large, t.errors);
 	} else {
 		printf("%lu directories, %lu names: %lu collisions, "
-		       "%lu invalid UTF-8, %lu large directories\n",
-		       t.dirs, t.names, t.collisions, t.invalid, t.large);
+		       "%lu invalid UTF-8, %lu legacy names, "
+		       "%lu large directories\n", t.dirs, t.names,
+		       t.collisions, t.invalid, t.legacy, t.large);
 	}
 	if (t.errors > 0) {
 		return 2;
 	}
-	return (t.collisions + t.invalid + t.large) > 0 ? 1 : 0;
+	return (t.collisions + t.invalid + t.legacy + t.large) > 0 ? 1 : 0;
 }
