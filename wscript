@@ -176,7 +176,19 @@ def run_tests(bld):
 			failed += 1
 			Logs.error('unit test %s failed (exit %d)' % (t, rc))
 	if not Options.options.unit_only:
-		cmd = [sys.executable,
+		cmd = ['/usr/bin/python3',
+		       os.path.join(top_dir, 'tests/tools/test_tools.py'),
+		       '--build', out_dir]
+		if filt:
+			cmd += ['--filter', filt]
+		rc = _run(cmd)
+		if rc == 0:
+			passed += 1
+		else:
+			failed += 1
+			Logs.error('tool and package tests failed (exit %d)' % rc)
+	if not Options.options.unit_only:
+		cmd = ['/usr/bin/python3',
 		       os.path.join(top_dir, 'tests/integration/run.py'),
 		       '--build', out_dir]
 		if filt:
@@ -194,7 +206,7 @@ def run_tests(bld):
 
 def run_demo(bld):
 	script = os.path.join(bld.path.abspath(), 'tests/integration/demo.py')
-	rc = _run([sys.executable, script, '--build', bld.bldnode.abspath()])
+	rc = _run(['/usr/bin/python3', script, '--build', bld.bldnode.abspath()])
 	if rc:
 		raise Errors.WafError('demo exited with %d' % rc)
 

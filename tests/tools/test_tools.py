@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Tests of fastcase-check, fastcase-stat and the Debian package.
+
+Run by ./waf test as: tests/tools/test_tools.py --build BUILDDIR
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BUILD = None
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, **kw)
+
+
+class FastcaseCheckTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix='fastcase-check-')
+        self.check = os.path.join(BUILD, 'fastcase-check')
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def touch(self, *parts):
+        path = os.path.join(self.tmp.encode(), *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'wb'):
+            pass
+
+    def test_clean_tree_exits_zero(self):
+        self.touch(b'a', b'Report.docx')
+        self.touch(b'a', b'notes.txt')
+        r = run([self.check, self.tmp])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_collision_found_in_subdirectory(self):
+        self.touch(b'x', b'y', b'Report.docx')
+        self.touch(b'x', b'y', b'REPORT.DOCX')
+        r = run([self.check, '--json', self.tmp])
+        self.assertEqual(r.returncode, 1)
+        doc = json.loads(r.stdout)
+        coll = [f for f in doc['findings'] if f['kind'] == 'collision']
+        self.assertEqual(len(coll), 1)
+        self.assertEqual(sorted(coll[0]['names']),
+                         ['REPORT.DOCX', 'Report.docx'])
+        self.assertTrue(coll[0]['directory'].endswith('/x/y'))
+
+    def test_fold_rules_change_the_answer(self):
+        # sharp s equals "ss" only under full Unicode folding
+        self.touch('straße'.encode(), )
+        self.touch(b'STRASSE')
+        self.assertEqual(run([self.check, self.tmp]).returncode, 0)
+        r = run([self.check, '--fold', 'unicode', self.tmp])
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn(b'collision', r.stdout)
+
+    def test_invalid_utf8_and_legacy_names(self):
+        self.touch(b'caf\xe9.txt')
+        r = run([self.check, '--json', self.tmp])
+        self.assertEqual(r.returncode, 1)
+        kinds = [f['kind'] for f in json.loads(r.stdout)['findings']]
+        self.assertEqual(kinds, ['invalid-utf8'])
+        self.touch('CAFÉ.TXT'.encode())
+        r = run([self.check, '--json', '--legacy-charset', 'ISO-8859-1',
+                 self.tmp])
+        doc = json.loads(r.stdout)
+        kinds = sorted(f['kind'] for f in doc['findings'])
+        self.assertEqual(kinds, ['collision', 'legacy-name'])
+        legacy = [f for f in doc['findings'] if f['kind'] == 'legacy-name']
+        self.assertEqual(legacy[0]['decoded'], 'café.txt')
+
+    def test_large_directory(self):
+        for i in range(30):
+            self.touch(b'big', b'f%d' % i)
+        r = run([self.check, '--large', '25', '--json', self.tmp])
+        doc = json.loads(r.stdout)
+        large = [f for f in doc['findings']
+                 if f['kind'] == 'large-directory']
+        self.assertEqual(len(large), 1)
+        self.assertEqual(large[0]['entries'], 30)
+
+    def test_symlinks_are_not_followed(self):
+        self.touch(b'real', b'Foo')
+        self.touch(b'real', b'FOO')
+        os.symlink(os.path.join(self.tmp, 'real'),
+                   os.path.join(self.tmp, 'link'))
+        doc = json.loads(run([self.check, '--json', self.tmp]).stdout)
+        self.assertEqual(doc['summary']['collisions'], 1)
+
+    def test_share_options_from_smb_conf(self):
+        self.touch('straße'.encode())
+        self.touch(b'STRASSE')
+        conf = os.path.join(self.tmp, 'smb.conf')
+        with open(conf, 'w') as f:
+            f.write('[global]\n\tserver role = standalone server\n'
+                    '[uni]\n\tpath = %s\n\tfastcase:fold = unicode\n'
+                    % self.tmp)
+        r = run([self.check, '--config', conf, '--share', 'uni',
+                 self.tmp])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        r = run([self.check, '--config', conf, '--share', 'nosuch',
+                 self.tmp])
+        self.assertEqual(r.returncode, 2)
+
+    def test_errors_exit_two(self):
+        r = run([self.check, os.path.join(self.tmp, 'missing')])
+        self.assertEqual(r.returncode, 2)
+        r = run([self.check, '--fold', 'sideways', self.tmp])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b'fold', r.stderr)
+
+
+class FastcaseStatTest(unittest.TestCase):
+    def test_reads_a_cache_file_without_changing_it(self):
+        stat_tool = os.path.join(BUILD, 'fastcase-stat')
+        r = run([stat_tool, '/nonexistent/fastcase.tdb'])
+        self.assertEqual(r.returncode, 2)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'fastcase.tdb')
+            # a cache file holding one share's counters, as the
+            # module's fastcase_cache_add_counters() stores them
+            import struct
+            import tdb
+            db = tdb.Tdb(path, 0, tdb.DEFAULT, os.O_RDWR | os.O_CREAT,
+                         0o600)
+            counters = list(range(1, 12))
+            db.store(b'fastcase-stats\0projects\0',
+                     struct.pack('=11Q', *counters))
+            db.close()
+            before = open(path, 'rb').read()
+            r = run([stat_tool, '--json', path])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            doc = json.loads(r.stdout)
+            self.assertEqual(doc['shares']['projects']['lookups'], 1)
+            self.assertEqual(doc['shares']['projects']['fallbacks'], 11)
+            self.assertEqual(open(path, 'rb').read(), before)
+            r = run([stat_tool, path])
+            self.assertIn(b'share [projects]', r.stdout)
+
+
+class DebianPackageTest(unittest.TestCase):
+    def test_deb_contents_and_exact_samba_dependency(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, 'src')
+            files = subprocess.run(
+                ['git', '-C', TOP, 'ls-files', '-z', '--cached',
+                 '--others', '--exclude-standard'],
+                capture_output=True, check=True).stdout.split(b'\0')
+            for f in filter(None, files):
+                dst = os.path.join(src.encode(), f)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(os.path.join(TOP.encode(), f), dst)
+            r = run(['dpkg-buildpackage', '-b', '-uc', '-us'], cwd=src)
+            self.assertEqual(r.returncode, 0, r.stdout[-3000:] +
+                             r.stderr[-3000:])
+            debs = [f for f in os.listdir(tmp)
+                    if f.startswith('samba-vfs-fastcase_')
+                    and f.endswith('.deb')]
+            self.assertEqual(len(debs), 1)
+            deb = os.path.join(tmp, debs[0])
+            contents = run(['dpkg-deb', '-c', deb]).stdout.decode()
+            modulesdir = subprocess.run(
+                ['smbd', '-b'], capture_output=True, text=True).stdout
+            modulesdir = [l.split(':', 1)[1].strip()
+                          for l in modulesdir.splitlines()
+                          if 'MODULESDIR' in l][0]
+            for path in [modulesdir + '/vfs/fastcase.so',
+                         '/usr/bin/fastcase-check',
+                         '/usr/bin/fastcase-stat',
+                         '/usr/share/man/man8/vfs_fastcase.8.gz']:
+                self.assertIn('.' + path, contents)
+            depends = run(['dpkg-deb', '-f', deb, 'Depends']).stdout
+            samba = subprocess.run(
+                ['dpkg-query', '-W', '-f=${Version}', 'samba'],
+                capture_output=True, text=True).stdout
+            self.assertIn(('samba (= %s)' % samba).encode(), depends)
+
+
+def main():
+    global BUILD
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--build', required=True)
+    ap.add_argument('--filter', default='')
+    args = ap.parse_args()
+    BUILD = os.path.abspath(args.build)
+    suite = unittest.defaultTestLoader.loadTestsFromModule(
+        sys.modules[__name__])
+    tests = []
+
+    def flatten(s):
+        for t in s:
+            if isinstance(t, unittest.TestSuite):
+                flatten(t)
+            elif args.filter in t.id():
+                tests.append(t)
+    flatten(suite)
+    result = unittest.TextTestRunner(verbosity=2).run(
+        unittest.TestSuite(tests))
+    failed = len(result.failures) + len(result.errors)
+    print('%d passed, %d failed' % (result.testsRun - failed, failed))
+    return 1 if failed or result.testsRun == 0 else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
