@@ -136,6 +136,8 @@ def build(bld):
 		bld.add_post_fun(run_tests)
 	elif bld.cmd == 'demo':
 		bld.add_post_fun(run_demo)
+	elif bld.cmd == 'fuzz':
+		bld.add_post_fun(run_fuzz)
 
 
 MANPAGES_XSL = ('/usr/share/xml/docbook/stylesheet/docbook-xsl/'
@@ -154,6 +156,69 @@ def render_manpage(task):
 	return task.exec_command(['xsltproc', '--nonet', '-o',
 				  out.parent.abspath() + '/', MANPAGES_XSL,
 				  plain])
+
+
+FUZZERS = {
+	'fuzz_fold': ['modules/fastcase_fold.c'],
+	'fuzz_record': ['modules/fastcase_fold.c', 'modules/fastcase_cache.c'],
+}
+
+
+def build_fuzzers(bld):
+	"""libFuzzer targets, built with clang apart from the gcc build."""
+	top_dir = bld.path.abspath()
+	out = os.path.join(bld.bldnode.abspath(), 'fuzz')
+	os.makedirs(out, exist_ok=True)
+	flags = ['-g', '-O1', '-fsanitize=fuzzer,address,undefined',
+		 '-I' + os.path.join(top_dir, 'include')]
+	flags += ['-I' + os.path.join(bld.env.SAMBA_TREE, d)
+		  for d in SAMBA_INCLUDES]
+	flags += ['-D' + d for d in SAMBA_DEFINES]
+	libs = ['-L' + bld.env.MODULESDIR,
+		'-Wl,-rpath,' + bld.env.MODULESDIR,
+		'-l:libsamba-util.so.0', '-l:libsamba-debug-samba4.so.0',
+		'-lbsd', '-lunistring', '-ltalloc', '-ltdb']
+	targets = {}
+	for name, sources in FUZZERS.items():
+		target = os.path.join(out, name)
+		srcs = [os.path.join(top_dir, 'tests/fuzz/%s.c' % name)]
+		srcs += [os.path.join(top_dir, s) for s in sources]
+		newest = max(os.path.getmtime(s) for s in srcs)
+		if (not os.path.exists(target) or
+		    os.path.getmtime(target) < newest):
+			cmd = ['clang'] + flags + srcs + ['-o', target] + libs
+			if _run(cmd) != 0:
+				raise Errors.WafError('cannot build %s' % name)
+		targets[name] = target
+	return targets
+
+
+def run_fuzzers(bld, seconds=None, runs=None):
+	"""Each target over its seed corpus; 0 when none crashed."""
+	import tempfile
+	top_dir = bld.path.abspath()
+	failed = 0
+	for name, target in sorted(build_fuzzers(bld).items()):
+		seeds = os.path.join(top_dir, 'tests/fuzz/corpus',
+				     name.split('_', 1)[1])
+		with tempfile.TemporaryDirectory() as work:
+			cmd = [target, work, seeds,
+			       '-artifact_prefix=%s/' % bld.bldnode.abspath()]
+			if seconds:
+				cmd.append('-max_total_time=%d' % seconds)
+			if runs:
+				cmd.append('-runs=%d' % runs)
+			rc = _run(cmd)
+		if rc != 0:
+			Logs.error('fuzzer %s failed (exit %d)' % (name, rc))
+			failed += 1
+	return failed
+
+
+def run_fuzz(bld):
+	seconds = int(os.environ.get('FASTCASE_FUZZ_SECONDS', '600'))
+	if run_fuzzers(bld, seconds=seconds):
+		raise Errors.WafError('a fuzzer found a crash')
 
 
 def _run(cmd, **kw):
@@ -175,6 +240,11 @@ def run_tests(bld):
 		else:
 			failed += 1
 			Logs.error('unit test %s failed (exit %d)' % (t, rc))
+	if not filt or 'fuzz' in filt:
+		if run_fuzzers(bld, runs=100000) == 0:
+			passed += 1
+		else:
+			failed += 1
 	if not Options.options.unit_only:
 		cmd = ['/usr/bin/python3',
 		       os.path.join(top_dir, 'tests/tools/test_tools.py'),
@@ -214,6 +284,12 @@ def run_demo(bld):
 class TestContext(Build.BuildContext):
 	'''build, then run every test'''
 	cmd = 'test'
+	fun = 'build'
+
+
+class FuzzContext(Build.BuildContext):
+	'''build, then run every libFuzzer target for a long time'''
+	cmd = 'fuzz'
 	fun = 'build'
 
 

@@ -152,6 +152,9 @@ uint64_t fastcase_cache_file_size(struct fastcase_cache *cache);
 
 const char *fastcase_cache_path(struct fastcase_cache *cache);
 
+/* The open TDB, for tests that write records as a corrupt file would. */
+struct tdb_context *fastcase_cache_tdb(struct fastcase_cache *cache);
+
 /*
  * Per-share counters, kept as an array of n uint64_t under
  * "fastcase-stats" NUL share. add_counters adds delta under a lock.

@@ -224,6 +224,11 @@ int fastcase_cache_add_counters(struct fastcase_cache *cache,
 	return ret == 0 ? 0 : EIO;
 }
 
+struct tdb_context *fastcase_cache_tdb(struct fastcase_cache *cache)
+{
+	return cache->tdb;
+}
+
 const char *fastcase_cache_path(struct fastcase_cache *cache)
 {
 	return cache->path;
@@ -327,11 +332,11 @@ static bool names_well_formed(const uint8_t *p, size_t len)
 	if (len == 0 || p[len - 1] != '\0' || p[0] == '\0') {
 		return false;
 	}
-	for (i = 1; i < len; i++) {
-		if (p[i] == '\0' && p[i - 1] == '\0') {
+	for (i = 0; i < len; i++) {
+		if (p[i] == '/') {
 			return false;
 		}
-		if (p[i] == '/') {
+		if (i > 0 && p[i] == '\0' && p[i - 1] == '\0') {
 			return false;
 		}
 	}
