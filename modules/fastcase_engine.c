@@ -58,6 +58,7 @@ struct fastcase_dir_state {
 	int wd;
 	bool in_sync;
 	bool touched;
+	bool watch_failed;	/* do not retry inotify_add_watch */
 	bool ambiguity_logged;
 	uint64_t gen;
 };
@@ -197,12 +198,13 @@ static void add_watch(struct fastcase_engine *e, struct fastcase_dir_state *st)
 {
 	int ret;
 
-	if (e->watch == NULL || st->wd >= 0) {
+	if (e->watch == NULL || st->wd >= 0 || st->watch_failed) {
 		return;
 	}
 	ret = fastcase_watch_add(e->watch, st->fd, &st->wd);
 	if (ret != 0) {
 		st->wd = -1;
+		st->watch_failed = true;
 		e->stats.watch_failures++;
 		if (!e->watch_failure_logged) {
 			DBG_WARNING("share [%s]: cannot watch a directory "
@@ -429,31 +431,38 @@ static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 
 /*
  * Make st's view of the records trustworthy, building them when needed.
- * cur is the directory's stat taken before this call. On success rec is
- * the directory's record.
+ * On success rec is the directory's record.
  */
 static int ensure_sync(struct fastcase_engine *e,
-		       struct fastcase_dir_state *st, const struct stat *cur,
+		       struct fastcase_dir_state *st,
 		       struct fastcase_dir_record *rec)
 {
+	struct stat cur;
 	int ret;
 
-	add_watch(e, st);
-	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
+	if (st->in_sync &&
+	    fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
 	    record_usable(rec)) {
-		if (st->in_sync) {
-			/* rebuilt by another process, which applied the
-			 * events of its build; ours follow in our queue */
-			st->gen = rec->gen;
-			return 0;
-		}
-		if (stamp_matches(rec, cur) && !stamp_racy(rec)) {
-			st->gen = rec->gen;
-			st->in_sync = (st->wd >= 0);
-			return 0;
-		}
+		/* rebuilt by another process, which applied the events of
+		 * its build; ours follow in our queue */
+		st->gen = rec->gen;
+		return 0;
 	}
 	st->in_sync = false;
+
+	/* the watch first: a change after the stat below is then in our
+	 * queue, one before it moved the times the stat reads */
+	add_watch(e, st);
+	if (fstat(st->fd, &cur) != 0) {
+		return errno;
+	}
+	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
+	    record_usable(rec) && stamp_matches(rec, &cur) &&
+	    !stamp_racy(rec)) {
+		st->gen = rec->gen;
+		st->in_sync = (st->wd >= 0);
+		return 0;
+	}
 
 	ret = fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
 	if (ret != 0) {
@@ -655,7 +664,7 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 	}
 
 	for (attempt = 0; attempt < 3; attempt++) {
-		ret = ensure_sync(e, st, &cur, &rec);
+		ret = ensure_sync(e, st, &rec);
 		if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
 			goto unknown;
 		}
@@ -678,9 +687,6 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 		    again.gen != rec.gen) {
 			/* rebuilt or dropped while we read: read again */
 			TALLOC_FREE(*found);
-			if (fstat(dirfd, &cur) != 0) {
-				goto unknown;
-			}
 			continue;
 		}
 		if (*found != NULL) {
@@ -793,10 +799,7 @@ int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
 	/* Under the lock: everything other processes created is either in
 	 * the records or in our queue. */
 	drain(e);
-	if (fstat(dirfd, &cur) != 0) {
-		return 0;
-	}
-	ret = ensure_sync(e, st, &cur, &rec);
+	ret = ensure_sync(e, st, &rec);
 	if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
 		return 0;
 	}
