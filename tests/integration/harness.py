@@ -1,0 +1,690 @@
+r"""
+vfs_fastcase integration harness: a real Debian smbd with the freshly built
+module, all of its state in a temporary directory.
+
+Pieces:
+
+  VfsOverlay      a copy of smbd's VFS modules directory plus a symlink
+                  fastcase.so -> <build>/fastcase.so, bind-mounted over the
+                  compiled-in modules directory. Only ever inside a private
+                  mount namespace (run.py and demo.py make one), so the
+                  system never sees it.
+  Smbd            writes smb.conf from a dict of shares, creates the state
+                  directories and a passdb user, starts smbd in its own
+                  session, waits for its port, hands out clients (Samba's
+                  Python libsmb and the smbclient program), reads its logs
+                  and stops it by PID.
+  SmbdTestCase    a unittest.TestCase base: one smbd per test class, with
+                  the shares the class declares.
+
+Adding a test class (tests/integration/test_*.py):
+
+    from harness import SmbdTestCase, FASTCASE
+
+    class LocalChanges(SmbdTestCase):
+        shares = {'fc': dict(FASTCASE, **{'fastcase:fold': 'unicode'})}
+
+        def test_local_create_is_seen(self):
+            d = self.fresh_dir('fc')        # <share>/<test name>, empty
+            c = self.conn('fc')
+            c.list(d)                       # the directory is now cached
+            with open(self.local('fc', d, 'Notes.txt'), 'w') as f:
+                f.write('x')                # a plain local change
+            self.assertEqual(c.loadfile(d + '\\NOTES.TXT'), b'x')
+
+    Also: self.smbclient(share, 'cmd; cmd') -> CompletedProcess,
+    self.log_mark() / self.log_text(since=mark) / self.wait_for_log(regex),
+    self.smbd (the Smbd: .pid, .conf, .cache_file, .stop(), ...).
+
+Environment:
+  FASTCASE_BUILD        the build directory (run.py sets it)
+  FASTCASE_KEEP_TMP=1   keep a failed test class's temporary directory
+  FASTCASE_DEBUGLEVEL   smbd's debug level (default 1)
+  FASTCASE_TMPDIR       where temporary directories go (default: $TMPDIR)
+"""
+
+import glob
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+PYTHON = '/usr/bin/python3'
+
+# Set in the environment of a process running inside the namespaces that
+# run.py / demo.py create.
+NS_MARKER = 'FASTCASE_INTEGRATION_NS'
+BUILD_ENV = 'FASTCASE_BUILD'
+# A file where every started smbd's PID and every temporary directory is
+# recorded, so that run.py's supervisor can clean up if the test process
+# dies or hangs.
+PID_REGISTRY_ENV = 'FASTCASE_REGISTRY'
+
+USER = 'root'
+PASSWORD = 'fastcase-test'
+
+# Parameters that make a share a fastcase share: merge into a share's dict.
+FASTCASE = {'vfs objects': 'fastcase'}
+
+# Defaults of every share the harness writes (a share's dict overrides).
+SHARE_DEFAULTS = {
+    'read only': 'no',
+    'case sensitive': 'no',
+    'browseable': 'yes',
+}
+
+_tool_cache = {}
+
+
+def tool(name):
+    """Absolute path of a Samba program (sbin is not always on PATH)."""
+    if name not in _tool_cache:
+        path = shutil.which(name, path=os.environ.get('PATH', '') +
+                            ':/usr/sbin:/usr/bin:/sbin:/bin')
+        if path is None:
+            raise RuntimeError('%s not found: is samba installed?' % name)
+        _tool_cache[name] = path
+    return _tool_cache[name]
+
+
+def smbd_build_value(name):
+    """A path compiled into the installed smbd (smbd -b)."""
+    out = subprocess.run([tool('smbd'), '-b'], capture_output=True,
+                         text=True, check=True).stdout
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith(name + ':'):
+            return line.split(':', 1)[1].strip()
+    raise RuntimeError('smbd -b does not report %s' % name)
+
+
+def vfs_modules_dir():
+    return os.path.join(smbd_build_value('MODULESDIR'), 'vfs')
+
+
+def keep_tmp():
+    return os.environ.get('FASTCASE_KEEP_TMP', '') not in ('', '0')
+
+
+def make_tmpdir(prefix):
+    base = os.environ.get('FASTCASE_TMPDIR') or None
+    if base:
+        os.makedirs(base, exist_ok=True)
+    path = tempfile.mkdtemp(prefix=prefix, dir=base)
+    os.chmod(path, 0o755)
+    _registry_update('dir', path, True)
+    return path
+
+
+def remove_tree(path):
+    """rmtree that refuses to cross into a mount point (a bind mount that
+    was not undone must never have its target emptied)."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return
+    for root, dirs, _files in os.walk(path):
+        for d in dirs:
+            p = os.path.join(root, d)
+            if os.path.ismount(p):
+                raise RuntimeError('refusing to remove %s: %s is a mount '
+                                   'point' % (path, p))
+    shutil.rmtree(path, ignore_errors=True)
+    _registry_update('dir', path, False)
+
+
+# ---------------------------------------------------------------------------
+# Namespaces and the VFS modules overlay
+# ---------------------------------------------------------------------------
+
+def in_namespace():
+    return os.environ.get(NS_MARKER) == '1'
+
+
+def reexec_in_namespace(script, argv, net):
+    """Replace this process with itself inside new namespaces.
+
+    A private mount namespace always (for the VFS overlay), a new network
+    namespace when net is true (the tests: smbd on 127.0.0.1:445 there
+    disturbs nobody). unshare execs the program without forking, so
+    signals reach it directly."""
+    if os.geteuid() != 0:
+        sys.exit('%s: must run as root (it needs namespaces and a bind '
+                 'mount)' % os.path.basename(script))
+    cmd = unshare_command(net) + [PYTHON, os.path.abspath(script)] + argv
+    env = dict(os.environ, **{NS_MARKER: '1'})
+    os.execvpe(cmd[0], cmd, env)
+
+
+def unshare_command(net):
+    cmd = [tool('unshare'), '--mount', '--propagation', 'private']
+    if net:
+        cmd.insert(1, '--net')
+    return cmd
+
+
+def loopback_up():
+    subprocess.run([tool('ip'), 'link', 'set', 'lo', 'up'], check=True)
+
+
+class VfsOverlay:
+    """smbd's VFS modules directory with our fastcase.so in it.
+
+    smbd 4.17 takes no absolute path in "vfs objects" and has no modules
+    directory parameter, so the module has to appear under the compiled-in
+    directory. The stock modules are copied (1-2 MB): symlinks back into
+    the original directory would point into the bind mount itself once it
+    is in place."""
+
+    def __init__(self, build_dir, workdir):
+        self.build_dir = os.path.abspath(build_dir)
+        self.module = os.path.join(self.build_dir, 'fastcase.so')
+        self.target = vfs_modules_dir()
+        self.dir = os.path.join(workdir, 'vfs')
+        self.mounted = False
+
+    def setup(self):
+        if not in_namespace():
+            raise RuntimeError('VfsOverlay outside the private mount '
+                               'namespace: refusing to touch the system')
+        if not os.path.isfile(self.module):
+            raise RuntimeError('%s does not exist: run ./waf build first'
+                               % self.module)
+        os.makedirs(self.dir)
+        for name in os.listdir(self.target):
+            if name == 'fastcase.so':
+                continue
+            src = os.path.join(self.target, name)
+            if os.path.isfile(src):
+                shutil.copy2(src, os.path.join(self.dir, name))
+        os.symlink(self.module, os.path.join(self.dir, 'fastcase.so'))
+        subprocess.run([tool('mount'), '--bind', self.dir, self.target],
+                       check=True)
+        self.mounted = True
+        if not overlay_active(self.build_dir):
+            raise RuntimeError('the VFS overlay is not in effect')
+
+    def teardown(self):
+        if self.mounted:
+            subprocess.run([tool('umount'), self.target], check=False)
+            self.mounted = False
+
+
+def overlay_active(build_dir):
+    """True when smbd would load <build_dir>/fastcase.so."""
+    module = os.path.join(os.path.abspath(build_dir), 'fastcase.so')
+    installed = os.path.join(vfs_modules_dir(), 'fastcase.so')
+    return (os.path.exists(installed) and
+            os.path.realpath(installed) == os.path.realpath(module))
+
+
+# ---------------------------------------------------------------------------
+# PID registry (for run.py's supervisor)
+# ---------------------------------------------------------------------------
+
+def _registry_update(kind, value, add):
+    """Record (add) or forget a started smbd ("pid") or a temporary
+    directory ("dir") in the registry file run.py's supervisor reads."""
+    path = os.environ.get(PID_REGISTRY_ENV)
+    if not path:
+        return
+    entry = '%s %s' % (kind, value)
+    try:
+        with open(path) as f:
+            entries = [l.rstrip('\n') for l in f if l.strip()]
+    except FileNotFoundError:
+        entries = []
+    if add:
+        entries.append(entry)
+    else:
+        entries = [e for e in entries if e != entry]
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        f.write(''.join(e + '\n' for e in entries))
+    os.replace(tmp, path)
+
+
+def _registry_entries(path, kind):
+    try:
+        with open(path) as f:
+            lines = [l.rstrip('\n') for l in f]
+    except OSError:
+        return []
+    return [l.split(' ', 1)[1] for l in lines if l.startswith(kind + ' ')]
+
+
+def is_smbd(pid):
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            argv0 = f.read().split(b'\0')[0]
+    except OSError:
+        return False
+    return os.path.basename(argv0).startswith(b'smbd')
+
+
+def kill_registered(path):
+    """Stop the smbd process groups listed in a registry file."""
+    for pid in _registry_entries(path, 'pid'):
+        try:
+            pid = int(pid)
+        except ValueError:
+            continue
+        if is_smbd(pid):
+            _killpg(pid, signal.SIGKILL)
+
+
+def remove_registered(path):
+    """Remove the temporary directories listed in a registry file. Only
+    from outside the test namespace: no bind mount is visible there."""
+    for d in _registry_entries(path, 'dir'):
+        if keep_tmp():
+            sys.stderr.write('harness: kept %s\n' % d)
+        else:
+            remove_tree(d)
+
+
+def _killpg(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+# ---------------------------------------------------------------------------
+# smbd
+# ---------------------------------------------------------------------------
+
+class SmbdError(Exception):
+    pass
+
+
+class Smbd:
+    """One private smbd.
+
+    shares: {name: {param: value}}. Every share gets SHARE_DEFAULTS and,
+    unless given, path = <tmp>/shares/<name> (created). A share whose
+    "vfs objects" names fastcase gets "fastcase:cache file" in the
+    temporary directory unless given.
+    """
+
+    def __init__(self, shares, port=445, address='127.0.0.1',
+                 global_params=None, user=USER, password=PASSWORD,
+                 username_map=None, debuglevel=None, tmp=None,
+                 prefix='fastcase-it-'):
+        self.shares = {n: dict(p) for n, p in shares.items()}
+        self.port = port
+        self.address = address
+        self.global_params = dict(global_params or {})
+        self.user = user
+        self.password = password
+        self.username_map = dict(username_map or {})
+        if debuglevel is None:
+            debuglevel = int(os.environ.get('FASTCASE_DEBUGLEVEL', '1'))
+        self.debuglevel = debuglevel
+        self.tmp = tmp or make_tmpdir(prefix)
+        self.state = os.path.join(self.tmp, 'state')
+        self.logdir = os.path.join(self.tmp, 'logs')
+        self.conf = os.path.join(self.tmp, 'smb.conf')
+        self.cache_file = os.path.join(self.state, 'fastcase.tdb')
+        self.proc = None
+        self._stdout = None
+        self._lp = None
+
+    # -- configuration ----------------------------------------------------
+
+    def _dirs(self):
+        s = self.state
+        return {
+            'lock directory': os.path.join(s, 'lock'),
+            'state directory': os.path.join(s, 'state'),
+            'cache directory': os.path.join(s, 'cache'),
+            'private dir': os.path.join(s, 'private'),
+            'binddns dir': os.path.join(s, 'bind-dns'),
+            'pid directory': os.path.join(s, 'pid'),
+            'ncalrpc dir': os.path.join(s, 'ncalrpc'),
+            'winbindd socket directory': os.path.join(s, 'winbindd'),
+            'usershare path': os.path.join(s, 'usershares'),
+        }
+
+    def share_path(self, name):
+        return self.shares[name]['path']
+
+    def global_config(self):
+        g = {
+            'server role': 'standalone server',
+            'workgroup': 'FASTCASE',
+            'netbios name': 'FASTCASETEST',
+            'server string': 'vfs_fastcase test',
+            'interfaces': self.address,
+            'bind interfaces only': 'yes',
+            'smb ports': str(self.port),
+            'disable netbios': 'yes',
+            'passdb backend': 'tdbsam:%s' %
+                              os.path.join(self.state, 'private',
+                                           'passdb.tdb'),
+            'log file': os.path.join(self.logdir, 'log.%m'),
+            'max log size': '0',
+            'logging': 'file',
+            'disable spoolss': 'yes',
+            'load printers': 'no',
+            'printing': 'bsd',
+            'printcap name': '/dev/null',
+            'dns proxy': 'no',
+            'panic action': '',
+            'map to guest': 'never',
+        }
+        g.update(self._dirs())
+        if self.username_map:
+            g['username map'] = os.path.join(self.state, 'username.map')
+        g.update(self.global_params)
+        return g
+
+    def write_config(self):
+        lines = ['# written by tests/integration/harness.py', '[global]']
+        for k, v in self.global_config().items():
+            lines.append('\t%s = %s' % (k, v))
+        for name, params in self.shares.items():
+            lines.append('')
+            lines.append('[%s]' % name)
+            for k, v in params.items():
+                lines.append('\t%s = %s' % (k, v))
+        with open(self.conf, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+
+    def prepare(self):
+        os.makedirs(self.logdir, exist_ok=True)
+        for d in self._dirs().values():
+            os.makedirs(d, exist_ok=True)
+        os.chmod(os.path.join(self.state, 'private'), 0o700)
+        for name, params in self.shares.items():
+            full = dict(SHARE_DEFAULTS)
+            full.update(params)
+            full.setdefault('path', os.path.join(self.tmp, 'shares', name))
+            vfs = full.get('vfs objects', '').replace(',', ' ').split()
+            if 'fastcase' in vfs:
+                full.setdefault('fastcase:cache file', self.cache_file)
+            self.shares[name] = full
+            os.makedirs(full['path'], exist_ok=True)
+        if self.username_map:
+            with open(self.global_config()['username map'], 'w') as f:
+                for unix, names in self.username_map.items():
+                    f.write('%s = %s\n' % (unix, names))
+        self.write_config()
+        self.add_user(self.user, self.password)
+
+    def add_user(self, user, password):
+        """A passdb entry (the unix user must exist)."""
+        r = subprocess.run([tool('smbpasswd'), '-c', self.conf, '-s', '-a',
+                            user], input='%s\n%s\n' % (password, password),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SmbdError('smbpasswd -a %s failed: %s%s'
+                            % (user, r.stdout, r.stderr))
+
+    # -- process ----------------------------------------------------------
+
+    def start(self, timeout=20):
+        self.prepare()
+        cmd = [tool('smbd'), '--foreground', '--no-process-group',
+               '--configfile=' + self.conf,
+               '--debuglevel=%d' % self.debuglevel]
+        self._stdout = open(os.path.join(self.logdir, 'smbd.stdout'), 'wb')
+        # Its own session: smbd signals its whole process group on exit.
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                     stdout=self._stdout,
+                                     stderr=subprocess.STDOUT,
+                                     start_new_session=True, cwd=self.tmp)
+        _registry_update('pid', self.proc.pid, True)
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise SmbdError('smbd exited with %s before listening\n%s'
+                                % (self.proc.returncode, self.log_tail()))
+            try:
+                with socket.create_connection((self.address, self.port),
+                                              timeout=1):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SmbdError('smbd not listening on %s:%d after %ss\n%s'
+                                % (self.address, self.port, timeout,
+                                   self.log_tail()))
+            time.sleep(0.05)
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=10):
+        """SIGTERM to smbd's PID, wait, then SIGKILL; then whatever is left
+        of its process group (its per-client children)."""
+        if self.proc is None:
+            return
+        pid = self.proc.pid
+        if self.proc.poll() is None:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(pid, signal.SIGKILL)
+                self.proc.wait()
+        # pid is the group's id: the session we created for smbd.
+        _killpg(pid, signal.SIGKILL)
+        _registry_update('pid', pid, False)
+        if self._stdout:
+            self._stdout.close()
+            self._stdout = None
+
+    def cleanup(self, keep=False):
+        if keep:
+            sys.stderr.write('harness: kept %s\n' % self.tmp)
+            _registry_update('dir', self.tmp, False)
+            return
+        remove_tree(self.tmp)
+
+    # -- logs -------------------------------------------------------------
+
+    def log_files(self):
+        return sorted(p for p in glob.glob(os.path.join(self.logdir, '*'))
+                      if os.path.isfile(p))
+
+    def log_mark(self):
+        """Where the logs end now: pass to log_text(since=...)."""
+        return {p: os.path.getsize(p) for p in self.log_files()}
+
+    def log_text(self, since=None):
+        """All log files concatenated (each after its mark, if given)."""
+        parts = []
+        for p in self.log_files():
+            start = (since or {}).get(p, 0)
+            with open(p, 'rb') as f:
+                f.seek(start)
+                data = f.read()
+            if data:
+                parts.append('==> %s <==\n' % os.path.basename(p))
+                parts.append(data.decode('utf-8', 'replace'))
+        return ''.join(parts)
+
+    def wait_for_log(self, pattern, since=None, timeout=5):
+        """The log text once pattern (a regex) appears in it, else None."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.log_text(since)
+            if rx.search(text):
+                return text
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+
+    def log_tail(self, lines=40):
+        text = self.log_text()
+        return '\n'.join(text.splitlines()[-lines:])
+
+    # -- clients ----------------------------------------------------------
+
+    def loadparm(self):
+        # Loaded on every call: the context is process-global, and another
+        # Smbd may have loaded its own config since.
+        if True:
+            # The s3 client reads smbd's (s3) global loadparm, not the
+            # context it is handed: load the config there.
+            from samba.samba3 import param as s3param
+            lp = s3param.get_context()
+            lp.load(self.conf)
+            self._lp = lp
+        return self._lp
+
+    def credentials(self, user=None, password=None):
+        from samba.credentials import Credentials
+        creds = Credentials()
+        creds.guess(self.loadparm())
+        creds.set_username(user or self.user)
+        creds.set_password(self.password if password is None else password)
+        return creds
+
+    def conn(self, share, user=None, password=None, **kw):
+        """A samba.samba3.libsmb_samba_internal.Conn to the share (SMB2+).
+        Raises samba.NTSTATUSError when the session or tree connect
+        fails. Keyword arguments go to Conn (multi_threaded=True for
+        oplock breaks, force_smb1=True)."""
+        from samba.samba3 import libsmb_samba_internal as libsmb
+        if self.port != 445:
+            raise SmbdError('the Python client only dials port 445')
+        return libsmb.Conn(self.address, share, self.loadparm(),
+                           self.credentials(user, password), **kw)
+
+    def smbclient(self, share, commands, user=None, password=None,
+                  extra=(), timeout=60):
+        """smbclient //address/share -c commands; a CompletedProcess
+        (text, stdout and stderr apart)."""
+        cmd = [tool('smbclient'), '//%s/%s' % (self.address, share),
+               '--configfile=' + self.conf, '-p', str(self.port),
+               '-U', '%s%%%s' % (user or self.user,
+                                 self.password if password is None
+                                 else password),
+               '-c', commands] + list(extra)
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+# ---------------------------------------------------------------------------
+# unittest base
+# ---------------------------------------------------------------------------
+
+def require_environment():
+    """Skip unless inside run.py's namespaces with the overlay in place."""
+    build = os.environ.get(BUILD_ENV)
+    if not in_namespace() or not build:
+        raise unittest.SkipTest('run through tests/integration/run.py')
+    if not overlay_active(build):
+        raise SmbdError('smbd would not load %s/fastcase.so: the VFS '
+                        'overlay is missing' % build)
+    return build
+
+
+class SmbdTestCase(unittest.TestCase):
+    """One smbd per test class.
+
+    Class attributes:
+      shares         {name: {param: value}} (see Smbd)
+      global_params  extra [global] parameters
+      debuglevel     smbd's debug level (None: FASTCASE_DEBUGLEVEL or 1)
+    """
+
+    shares = {}
+    global_params = {}
+    debuglevel = None
+
+    smbd = None
+    _failed = False
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        require_environment()
+        cls._failed = False
+        cls.smbd = Smbd(cls.shares, global_params=cls.global_params,
+                        debuglevel=cls.debuglevel,
+                        prefix='fastcase-%s-' % cls.__name__)
+        try:
+            cls.smbd.start()
+        except BaseException:
+            cls.smbd.stop()
+            cls.smbd.cleanup(keep=keep_tmp())
+            cls.smbd = None
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.smbd is not None:
+            cls.smbd.stop()
+            if cls._failed:
+                sys.stderr.write('harness: smbd log tail for %s:\n%s\n'
+                                 % (cls.__name__, cls.smbd.log_tail()))
+            cls.smbd.cleanup(keep=cls._failed and keep_tmp())
+            cls.smbd = None
+        super().tearDownClass()
+
+    def run(self, result=None):
+        before = None
+        if result is not None:
+            before = (len(result.failures) + len(result.errors) +
+                      len(getattr(result, 'unexpectedSuccesses', ())))
+        r = super().run(result)
+        if result is not None:
+            after = (len(result.failures) + len(result.errors) +
+                     len(getattr(result, 'unexpectedSuccesses', ())))
+            if after > before:
+                type(self)._failed = True
+        return r
+
+    # -- helpers ----------------------------------------------------------
+
+    def share_path(self, name):
+        """The share's directory on the local file system."""
+        return self.smbd.share_path(name)
+
+    def local(self, share, *parts):
+        """A path inside the share's directory (for plain os calls)."""
+        return os.path.join(self.share_path(share), *parts)
+
+    def conn(self, share, user=None, password=None, **kw):
+        """A new Python libsmb connection to the share (see Smbd.conn)."""
+        return self.smbd.conn(share, user, password, **kw)
+
+    def smbclient(self, share, commands, **kw):
+        return self.smbd.smbclient(share, commands, **kw)
+
+    def log_mark(self):
+        return self.smbd.log_mark()
+
+    def log_text(self, since=None):
+        return self.smbd.log_text(since)
+
+    def wait_for_log(self, pattern, since=None, timeout=5):
+        return self.smbd.wait_for_log(pattern, since, timeout)
+
+    def fresh_dir(self, share, name=None):
+        """An empty directory on the share for this test; its name relative
+        to the share (SMB paths use backslashes; the name has none)."""
+        name = name or self.id().rsplit('.', 1)[-1]
+        path = self.local(share, name)
+        if os.path.lexists(path):
+            remove_tree(path)
+        os.mkdir(path)
+        return name
