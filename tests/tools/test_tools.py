@@ -207,7 +207,7 @@ def main():
         unittest.TestSuite(tests))
     failed = len(result.failures) + len(result.errors)
     print('%d passed, %d failed' % (result.testsRun - failed, failed))
-    return 1 if failed or result.testsRun == 0 else 0
+    return 1 if failed or (result.testsRun == 0 and not args.filter) else 0
 
 
 if __name__ == '__main__':

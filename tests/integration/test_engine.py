@@ -1,0 +1,355 @@
+"""
+The engine through a real smbd: wrong-case names, misses, creates, renames
+and deletes answered from the shared cache; changes by local programs and
+by other connections seen at once; atomic case-variant creates; each fold
+mode end to end.
+"""
+
+import multiprocessing
+import os
+import shutil
+import subprocess
+import unicodedata
+
+from samba import NTSTATUSError
+from samba import ntstatus
+
+from harness import SmbdTestCase, FASTCASE
+
+FILE_OPEN = 1
+FILE_CREATE = 2
+READ_WRITE = 0x0012019f     # FILE_GENERIC_READ | FILE_GENERIC_WRITE
+SHARE_ALL = 7
+
+
+def status_of(exc):
+    return exc.args[0] & 0xffffffff
+
+
+def create(conn, path, disposition=FILE_CREATE, directory=False):
+    fnum = conn.create(path, DesiredAccess=READ_WRITE,
+                       ShareAccess=SHARE_ALL,
+                       CreateDisposition=disposition,
+                       CreateOptions=1 if directory else 0)
+    conn.close(fnum)
+
+
+class EngineTestCase(SmbdTestCase):
+    def assertStatus(self, expected, fn, *args, **kw):
+        with self.assertRaises(NTSTATUSError) as cm:
+            fn(*args, **kw)
+        self.assertEqual(status_of(cm.exception), expected & 0xffffffff,
+                         'got 0x%08x' % status_of(cm.exception))
+
+    def fill(self, share, d, names):
+        for n in names:
+            with open(self.local(share, d, n), 'w') as f:
+                f.write(n)
+
+
+class WrongCaseOperations(EngineTestCase):
+    shares = {'fc': dict(FASTCASE)}
+
+    def test_open_stat_find_unlink_rename_by_wrong_case(self):
+        d = self.fresh_dir('fc')
+        self.fill('fc', d, ['File%03d.txt' % i for i in range(300)])
+        c = self.conn('fc')
+        self.assertEqual(c.loadfile(d + '\\FILE123.TXT'), b'File123.txt')
+        # exact-name directory search (QUERY_DIRECTORY without wildcard)
+        found = c.list(d, mask='file200.TXT')
+        self.assertEqual([e['name'] for e in found], ['File200.txt'])
+        self.assertEqual(c.list(d, mask='nosuchfile.txt'), [])
+        c.chkpath(d.upper())
+        c.unlink(d + '\\file007.TXT')
+        self.assertFalse(os.path.exists(self.local('fc', d, 'File007.txt')))
+        c.rename(d + '\\FILE008.TXT', d + '\\Renamed.TXT')
+        self.assertIn('Renamed.TXT', os.listdir(self.local('fc', d)))
+        self.assertNotIn('File008.txt', os.listdir(self.local('fc', d)))
+        self.assertEqual(c.loadfile(d + '\\renamed.txt'), b'File008.txt')
+        # a name that is not there is an authoritative miss
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\File999.txt')
+        # the deleted and the renamed-away names are gone at once
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\FILE007.TXT')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\file008.txt')
+
+    def test_wrong_case_in_every_component(self):
+        d = self.fresh_dir('fc')
+        path = self.local('fc', d, 'Alpha', 'Beta', 'Gamma', 'Delta',
+                          'Epsilon')
+        os.makedirs(path)
+        with open(os.path.join(path, 'Deep.txt'), 'w') as f:
+            f.write('deep')
+        c = self.conn('fc')
+        self.assertEqual(
+            c.loadfile(d.upper() + '\\ALPHA\\beta\\GaMmA\\dELTA\\epsilon'
+                       '\\DEEP.TXT'), b'deep')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_PATH_NOT_FOUND,
+                          c.loadfile, d + '\\ALPHA\\nope\\GAMMA\\x.txt')
+
+    def test_file_create_of_case_variant_collides(self):
+        d = self.fresh_dir('fc')
+        c = self.conn('fc')
+        create(c, d + '\\Report.docx')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+                          create, c, d + '\\REPORT.DOCX')
+        create(c, d + '\\Folder', directory=True)
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+                          c.mkdir, d + '\\FOLDER')
+        self.assertEqual(sorted(os.listdir(self.local('fc', d))),
+                         ['Folder', 'Report.docx'])
+
+    def test_cache_answers_and_counts(self):
+        # The lookups went through the module's cache, not smbd's scan:
+        # its counters, flushed when the connection closes, say so.
+        d = self.fresh_dir('fc')
+        self.fill('fc', d, ['N%d' % i for i in range(50)])
+        c = self.conn('fc')
+        for i in range(50):
+            self.assertEqual(c.loadfile(d + '\\n%d' % i), b'N%d' % i)
+        del c
+        stat_tool = os.path.join(os.environ['FASTCASE_BUILD'],
+                                 'fastcase-stat')
+        for _ in range(50):
+            r = subprocess.run([stat_tool, '--json', self.smbd.cache_file],
+                               capture_output=True, text=True)
+            if '"fc"' in r.stdout:
+                break
+            import time
+            time.sleep(0.1)
+        import json
+        doc = json.loads(r.stdout)
+        self.assertGreaterEqual(doc['shares']['fc']['hits'], 50)
+        self.assertGreaterEqual(doc['shares']['fc']['builds'], 1)
+
+
+def _race_child(conf_fn, share, path, barrier, results):
+    conn = conf_fn(share)
+    barrier.wait()
+    try:
+        create(conn, path)
+        results.put('ok')
+    except NTSTATUSError as e:
+        results.put('0x%08x' % status_of(e))
+
+
+class ConcurrentCreates(EngineTestCase):
+    shares = {'fc': dict(FASTCASE)}
+
+    def test_case_variants_created_at_once_yield_one_file(self):
+        d = self.fresh_dir('fc')
+        ctx = multiprocessing.get_context('fork')
+        spellings = ['Report.docx', 'REPORT.DOCX', 'report.docx',
+                     'RePoRt.DoCx', 'rEPORT.docx', 'REPORT.docx']
+        for rnd in range(15):
+            name = 'Round%02d' % rnd
+            barrier = ctx.Barrier(len(spellings))
+            results = ctx.Queue()
+            # the same new name in six spellings, one per connection
+            procs = [ctx.Process(target=_race_child,
+                                 args=(self.conn, 'fc',
+                                       '%s\\%s' % (d, name + s),
+                                       barrier, results))
+                     for s in spellings]
+            for p in procs:
+                p.start()
+            for p in procs:
+                p.join(60)
+            outcomes = sorted(results.get(timeout=5) for _ in procs)
+            on_disk = [n for n in os.listdir(self.local('fc', d))
+                       if n.lower() == (name + 'report.docx').lower()]
+            self.assertEqual(len(on_disk), 1, (rnd, on_disk, outcomes))
+            self.assertEqual(outcomes.count('ok'), 1, outcomes)
+            collision = '0x%08x' % (
+                ntstatus.NT_STATUS_OBJECT_NAME_COLLISION & 0xffffffff)
+            self.assertEqual(outcomes.count(collision), len(spellings) - 1,
+                             outcomes)
+
+
+class ChangesSeenAtOnce(EngineTestCase):
+    shares = {'fc': dict(FASTCASE)}
+
+    def test_local_create_delete_rename_replace(self):
+        d = self.fresh_dir('fc')
+        self.fill('fc', d, ['Existing.txt'])
+        c = self.conn('fc')
+        self.assertEqual(c.loadfile(d + '\\EXISTING.TXT'), b'Existing.txt')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\LOCAL.TXT')
+        # create
+        self.fill('fc', d, ['Local.txt'])
+        self.assertEqual(c.loadfile(d + '\\LOCAL.TXT'), b'Local.txt')
+        # delete
+        os.unlink(self.local('fc', d, 'Existing.txt'))
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\existing.TXT')
+        # rename
+        os.rename(self.local('fc', d, 'Local.txt'),
+                  self.local('fc', d, 'Moved.txt'))
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\local.txt')
+        self.assertEqual(c.loadfile(d + '\\MOVED.TXT'), b'Local.txt')
+        # directory replaced by another one with other contents
+        sub = self.local('fc', d, 'Sub')
+        os.mkdir(sub)
+        self.fill('fc', d, ['Sub/Old.txt'])
+        self.assertEqual(c.loadfile(d + '\\SUB\\OLD.TXT'), b'Sub/Old.txt')
+        shutil.rmtree(sub)
+        os.mkdir(sub)
+        self.fill('fc', d, ['Sub/New.txt'])
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\SUB\\OLD.TXT')
+        self.assertEqual(c.loadfile(d + '\\SUB\\NEW.TXT'), b'Sub/New.txt')
+
+    def test_two_connections_see_each_others_changes(self):
+        d = self.fresh_dir('fc')
+        a, b = self.conn('fc'), self.conn('fc')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          b.loadfile, d + '\\SHARED.TXT')
+        a.savefile(d + '\\Shared.txt', b'from a')
+        self.assertEqual(b.loadfile(d + '\\SHARED.TXT'), b'from a')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+                          create, b, d + '\\shared.TXT')
+        b.unlink(d + '\\sHaReD.txt')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          a.loadfile, d + '\\Shared.txt')
+
+    def test_create_after_local_delete_takes_the_clients_case(self):
+        # stock smbd's per-process real-name memcache would keep the
+        # deleted file's spelling and create "report.docx" again
+        d = self.fresh_dir('fc')
+        self.fill('fc', d, ['report.docx'])
+        c = self.conn('fc')
+        self.assertEqual(c.loadfile(d + '\\REPORT.DOCX'), b'report.docx')
+        os.unlink(self.local('fc', d, 'report.docx'))
+        create(c, d + '\\REPORT.DOCX', disposition=FILE_CREATE)
+        self.assertEqual(os.listdir(self.local('fc', d)), ['REPORT.DOCX'])
+
+
+class FoldModes(EngineTestCase):
+    shares = {
+        'win': dict(FASTCASE),
+        'uni': dict(FASTCASE, **{'fastcase:fold': 'unicode'}),
+        'tr': dict(FASTCASE, **{'fastcase:fold': 'unicode',
+                                'fastcase:language': 'tr'}),
+        'nfc': dict(FASTCASE, **{'fastcase:normalize': 'nfc'}),
+    }
+
+    def put(self, share, d, name, data=b'x'):
+        with open(os.path.join(self.local(share, d).encode(),
+                               name.encode()), 'wb') as f:
+            f.write(data)
+
+    def test_windows_rule_is_smbds(self):
+        d = self.fresh_dir('win')
+        self.put('win', d, 'straße.txt', b'sharp s')
+        self.put('win', d, 'ΣΟΦΙΑ.txt', b'sigma')
+        c = self.conn('win')
+        # ß is its own upper case in smbd's table: no match for SS
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\STRASSE.TXT')
+        self.assertEqual(c.loadfile(d + '\\STRAßE.TXT'), b'sharp s')
+        self.assertEqual(c.loadfile(d + '\\σοφια.txt'), b'sigma')
+
+    def test_unicode_rule_folds_fully(self):
+        d = self.fresh_dir('uni')
+        self.put('uni', d, 'straße.txt', b'sharp s')
+        c = self.conn('uni')
+        self.assertEqual(c.loadfile(d + '\\STRASSE.TXT'), b'sharp s')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+                          create, c, d + '\\strasse.txt')
+
+    def test_turkish_dotless_i(self):
+        d = self.fresh_dir('tr')
+        self.put('tr', d, 'dİyarbakır.txt', b'tr')
+        c = self.conn('tr')
+        self.assertEqual(c.loadfile(d + '\\DİYARBAKIR.TXT'), b'tr')
+        self.assertEqual(c.loadfile(d + '\\diyarbakır.txt'), b'tr')
+        # in Turkish, I is the capital of dotless ı, not of i
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\DIYARBAKIR.TXT')
+
+    def test_nfd_name_on_disk_opens_by_nfc(self):
+        d = self.fresh_dir('nfc')
+        nfd = unicodedata.normalize('NFD', 'Café.txt')
+        self.put('nfc', d, nfd, b'decomposed')
+        c = self.conn('nfc')
+        self.assertEqual(c.loadfile(d + '\\' +
+                                    unicodedata.normalize('NFC', 'CAFÉ.TXT')),
+                         b'decomposed')
+
+    def test_invalid_utf8_on_disk_does_not_break_the_directory(self):
+        d = self.fresh_dir('win')
+        with open(os.path.join(self.local('win', d).encode(),
+                               b'caf\xe9.txt'), 'wb') as f:
+            f.write(b'latin')
+        self.put('win', d, 'Other.txt', b'other')
+        c = self.conn('win')
+        self.assertEqual(c.loadfile(d + '\\OTHER.TXT'), b'other')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+                          c.loadfile, d + '\\missing.txt')
+
+
+class LegacyCharset(EngineTestCase):
+    shares = {
+        'latin': dict(FASTCASE, **{'fastcase:legacy charset': 'ISO-8859-1'}),
+        'cp': dict(FASTCASE, **{'fastcase:legacy charset': 'CP1252'}),
+        'stock': {},
+    }
+
+    def raw(self, share, d, name, data):
+        with open(os.path.join(self.local(share, d).encode(), name),
+                  'wb') as f:
+            f.write(data)
+
+    def test_latin1_names_listed_opened_renamed(self):
+        d = self.fresh_dir('latin')
+        self.raw('latin', d, b'caf\xe9.txt', b'latin')
+        self.raw('latin', d, b'W\xe9\xeerd\xd1\xe0m\xeb', b'weird')
+        c = self.conn('latin')
+        names = sorted(e['name'] for e in c.list(d))
+        self.assertIn('café.txt', names)
+        self.assertIn('WéîrdÑàmë', names)
+        self.assertEqual(c.loadfile(d + '\\CAFÉ.TXT'), b'latin')
+        self.assertEqual(c.loadfile(d + '\\wÉÎrdñÀMË'), b'weird')
+        c.rename(d + '\\café.txt', d + '\\Renamed café.txt')
+        on_disk = os.listdir(self.local('latin', d).encode())
+        self.assertIn('Renamed café.txt'.encode(), on_disk)
+        self.assertNotIn(b'caf\xe9.txt', on_disk)
+        # the other legacy name's bytes are untouched
+        self.assertIn(b'W\xe9\xeerd\xd1\xe0m\xeb', on_disk)
+        c.unlink(d + '\\WÉÎRDÑÀMË')
+        self.assertNotIn(b'W\xe9\xeerd\xd1\xe0m\xeb',
+                         os.listdir(self.local('latin', d).encode()))
+
+    def test_stock_share_hides_legacy_names(self):
+        d = self.fresh_dir('stock')
+        self.raw('stock', d, b'caf\xe9.txt', b'latin')
+        names = [e['name'] for e in self.conn('stock').list(d)]
+        self.assertNotIn('café.txt', names)
+
+    def test_cp1252_and_its_holes(self):
+        d = self.fresh_dir('cp')
+        self.raw('cp', d, b'\x93quoted\x94.txt', b'quotes')
+        self.raw('cp', d, b'hole\x81.txt', b'hole')
+        c = self.conn('cp')
+        names = [e['name'] for e in c.list(d)]
+        self.assertIn('\u201cquoted\u201d.txt', names)
+        self.assertFalse([n for n in names if n.startswith('hole')], names)
+        self.assertEqual(c.loadfile(d + '\\\u201cQUOTED\u201d.TXT'),
+                         b'quotes')
+
+    def test_utf8_name_wins_over_equal_legacy_name(self):
+        d = self.fresh_dir('latin')
+        self.raw('latin', d, b'caf\xe9.txt', b'latin')
+        self.raw('latin', d, 'CAFÉ.txt'.encode(), b'utf8')
+        c = self.conn('latin')
+        names = [e['name'] for e in c.list(d)]
+        self.assertEqual([n for n in names if n.lower() == 'café.txt'],
+                         ['CAFÉ.txt'])
+        self.assertEqual(c.loadfile(d + '\\café.txt'), b'utf8')
+        # never merged: the legacy bytes are still on disk
+        self.assertIn(b'caf\xe9.txt',
+                      os.listdir(self.local('latin', d).encode()))
