@@ -104,6 +104,17 @@ int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
 				 const char *name,
 				 struct fastcase_create *op,
 				 TALLOC_CTX *mem_ctx, char **existing);
+/*
+ * The same for a rename of src_name in src_dirfd to name in dirfd: a
+ * name that folds equal to the target refuses it, unless it is the
+ * source itself (a case-only rename). End it with create_end.
+ */
+int fastcase_engine_rename_begin(struct fastcase_engine *e, int dirfd,
+				 const char *name, int src_dirfd,
+				 const char *src_name,
+				 struct fastcase_create *op,
+				 TALLOC_CTX *mem_ctx, char **existing);
+
 void fastcase_engine_create_end(struct fastcase_engine *e,
 				struct fastcase_create *op,
 				const char *name, bool created);

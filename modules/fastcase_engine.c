@@ -762,10 +762,15 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 	return *found != NULL ? FASTCASE_FOUND : FASTCASE_UNKNOWN;
 }
 
-int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
-				 const char *name,
-				 struct fastcase_create *op,
-				 TALLOC_CTX *mem_ctx, char **existing)
+/*
+ * Lock dirfd's records and refuse name when another name that folds equal
+ * exists, other than allowed (a rename's source in the same directory, so
+ * that a case-only rename works).
+ */
+static int begin_new_name(struct fastcase_engine *e, int dirfd,
+			  const char *name, const char *allowed,
+			  struct fastcase_create *op,
+			  TALLOC_CTX *mem_ctx, char **existing)
 {
 	char key[FASTCASE_KEY_MAX];
 	struct fastcase_dir_record rec;
@@ -808,7 +813,8 @@ int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
 	if (ret != 0 || found == NULL) {
 		return 0;
 	}
-	if (strcmp(found, name) == 0) {
+	if (strcmp(found, name) == 0 ||
+	    (allowed != NULL && strcmp(found, allowed) == 0)) {
 		/* the exact name exists: the kernel says EEXIST itself */
 		TALLOC_FREE(found);
 		return 0;
@@ -817,6 +823,31 @@ int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
 	*existing = found;
 	fastcase_engine_create_end(e, op, name, false);
 	return EEXIST;
+}
+
+int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
+				 const char *name,
+				 struct fastcase_create *op,
+				 TALLOC_CTX *mem_ctx, char **existing)
+{
+	return begin_new_name(e, dirfd, name, NULL, op, mem_ctx, existing);
+}
+
+int fastcase_engine_rename_begin(struct fastcase_engine *e, int dirfd,
+				 const char *name, int src_dirfd,
+				 const char *src_name,
+				 struct fastcase_create *op,
+				 TALLOC_CTX *mem_ctx, char **existing)
+{
+	struct stat dst_st, src_st;
+	bool same_dir;
+
+	same_dir = fstat(dirfd, &dst_st) == 0 &&
+		fstat(src_dirfd, &src_st) == 0 &&
+		dst_st.st_dev == src_st.st_dev &&
+		dst_st.st_ino == src_st.st_ino;
+	return begin_new_name(e, dirfd, name, same_dir ? src_name : NULL,
+			      op, mem_ctx, existing);
 }
 
 void fastcase_engine_create_end(struct fastcase_engine *e,

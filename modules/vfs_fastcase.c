@@ -660,6 +660,59 @@ static int fastcase_unlinkat(struct vfs_handle_struct *handle,
 	return ret;
 }
 
+/*
+ * A rename's target is checked like a create, under the target
+ * directory's lock, so that a rename cannot make a second name that folds
+ * equal to an existing one.
+ */
+static int fastcase_rename_checked(struct vfs_handle_struct *handle,
+				   struct fastcase_share *share,
+				   struct files_struct *srcdir_fsp,
+				   const struct smb_filename *smb_fname_src,
+				   struct files_struct *dstdir_fsp,
+				   const struct smb_filename *smb_fname_dst)
+{
+	struct fastcase_create op;
+	char *existing = NULL;
+	int dst_fd, dst_tmp, src_fd, src_tmp, ret, saved_errno;
+
+	dst_fd = fastcase_dir_fd(dstdir_fsp, &dst_tmp);
+	src_fd = fastcase_dir_fd(srcdir_fsp, &src_tmp);
+	ret = 0;
+	op = (struct fastcase_create) { .st = NULL };
+	if (dst_fd != -1 && src_fd != -1) {
+		ret = fastcase_engine_rename_begin(
+			share->engine, dst_fd, smb_fname_dst->base_name,
+			src_fd, smb_fname_src->base_name, &op, talloc_tos(),
+			&existing);
+	}
+	if (ret == EEXIST) {
+		DBG_INFO("rename to [%s] refused: [%s] exists\n",
+			 smb_fname_dst->base_name, existing);
+		TALLOC_FREE(existing);
+		errno = EEXIST;
+		ret = -1;
+		goto out;
+	}
+	ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
+				    dstdir_fsp, smb_fname_dst);
+	saved_errno = errno;
+	fastcase_engine_create_end(share->engine, &op,
+				   smb_fname_dst->base_name, ret == 0);
+	if (ret == 0) {
+		fastcase_note_changed(share, srcdir_fsp, smb_fname_src);
+	}
+	errno = saved_errno;
+out:
+	if (dst_tmp != -1) {
+		close(dst_tmp);
+	}
+	if (src_tmp != -1) {
+		close(src_tmp);
+	}
+	return ret;
+}
+
 static int fastcase_renameat(struct vfs_handle_struct *handle,
 			     struct files_struct *srcdir_fsp,
 			     const struct smb_filename *smb_fname_src,
@@ -667,32 +720,30 @@ static int fastcase_renameat(struct vfs_handle_struct *handle,
 			     const struct smb_filename *smb_fname_dst)
 {
 	struct fastcase_share *share = NULL;
+	struct smb_filename *disk = NULL;
 	int ret;
 
 	FASTCASE_GET_SHARE(handle, share);
-	ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
-				    dstdir_fsp, smb_fname_dst);
-	if (ret == -1) {
-		struct smb_filename *disk = fastcase_legacy_fname(
-			handle, srcdir_fsp, smb_fname_src);
-
-		if (disk != NULL) {
-			ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, disk,
-						    dstdir_fsp,
-						    smb_fname_dst);
-			if (ret == 0) {
-				fastcase_note_changed(share, srcdir_fsp,
-						      disk);
-				fastcase_note_changed(share, dstdir_fsp,
-						      smb_fname_dst);
-			}
-			TALLOC_FREE(disk);
-			return ret;
+	if (!is_single_name(smb_fname_src) || !is_single_name(smb_fname_dst)) {
+		ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
+					    dstdir_fsp, smb_fname_dst);
+		if (ret == 0 && smb_fname_src->stream_name == NULL) {
+			fastcase_note_changed(share, srcdir_fsp,
+					      smb_fname_src);
+			fastcase_note_changed(share, dstdir_fsp,
+					      smb_fname_dst);
 		}
+		return ret;
 	}
-	if (ret == 0 && smb_fname_src->stream_name == NULL) {
-		fastcase_note_changed(share, srcdir_fsp, smb_fname_src);
-		fastcase_note_changed(share, dstdir_fsp, smb_fname_dst);
+	ret = fastcase_rename_checked(handle, share, srcdir_fsp,
+				      smb_fname_src, dstdir_fsp,
+				      smb_fname_dst);
+	if (ret == -1 &&
+	    (disk = fastcase_legacy_fname(handle, srcdir_fsp,
+					  smb_fname_src)) != NULL) {
+		ret = fastcase_rename_checked(handle, share, srcdir_fsp, disk,
+					      dstdir_fsp, smb_fname_dst);
+		TALLOC_FREE(disk);
 	}
 	return ret;
 }

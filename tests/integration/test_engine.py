@@ -101,6 +101,17 @@ class WrongCaseOperations(EngineTestCase):
         self.assertEqual(sorted(os.listdir(self.local('fc', d))),
                          ['Folder', 'Report.docx'])
 
+    def test_rename_onto_a_case_variant_collides(self):
+        d = self.fresh_dir('fc')
+        self.fill('fc', d, ['Alpha', 'Beta'])
+        c = self.conn('fc')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+                          c.rename, d + '\\Beta', d + '\\ALPHA')
+        c.rename(d + '\\alpha', d + '\\ALPHA')     # case-only rename
+        self.assertEqual(sorted(os.listdir(self.local('fc', d))),
+                         ['ALPHA', 'Beta'])
+        self.assertEqual(c.loadfile(d + '\\alpha'), b'Alpha')
+
     def test_cache_answers_and_counts(self):
         # The lookups went through the module's cache, not smbd's scan:
         # its counters, flushed when the connection closes, say so.
