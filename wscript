@@ -138,6 +138,8 @@ def build(bld):
 		bld.add_post_fun(run_demo)
 	elif bld.cmd == 'fuzz':
 		bld.add_post_fun(run_fuzz)
+	elif bld.cmd == 'stress':
+		bld.add_post_fun(run_stress)
 
 
 MANPAGES_XSL = ('/usr/share/xml/docbook/stylesheet/docbook-xsl/'
@@ -284,6 +286,23 @@ def run_demo(bld):
 class TestContext(Build.BuildContext):
 	'''build, then run every test'''
 	cmd = 'test'
+	fun = 'build'
+
+
+def run_stress(bld):
+	env = dict(os.environ)
+	env.setdefault('FASTCASE_STRESS_SECONDS', '300')
+	rc = _run(['/usr/bin/python3',
+		   os.path.join(bld.path.abspath(), 'tests/integration/run.py'),
+		   '--build', bld.bldnode.abspath(),
+		   '--filter', 'test_reliability.Storm'], env=env)
+	if rc:
+		raise Errors.WafError('stress run failed')
+
+
+class StressContext(Build.BuildContext):
+	'''build, then run the concurrency storm for minutes'''
+	cmd = 'stress'
 	fun = 'build'
 
 

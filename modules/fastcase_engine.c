@@ -75,12 +75,28 @@ struct fastcase_engine {
 	struct fastcase_dir_state *by_wd[STATE_BUCKETS];
 	struct fastcase_dir_state *touched;
 	bool watch_failure_logged;
+	bool build_failure_logged;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
 };
 
 /* Counters reach the cache file every this many lookups. */
 #define STATS_FLUSH_INTERVAL 1024
+
+/* The directory's path, for log messages only. */
+static const char *dir_path(int fd, char *buf, size_t bufsize)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, bufsize - 1);
+	if (n < 0) {
+		return "(unknown directory)";
+	}
+	buf[n] = '\0';
+	return buf;
+}
 
 static int64_t now_ns(void)
 {
@@ -207,9 +223,13 @@ static void add_watch(struct fastcase_engine *e, struct fastcase_dir_state *st)
 		st->watch_failed = true;
 		e->stats.watch_failures++;
 		if (!e->watch_failure_logged) {
-			DBG_WARNING("share [%s]: cannot watch a directory "
+			char path[PATH_MAX];
+
+			DBG_WARNING("share [%s]: cannot watch directory %s "
 				    "(%s); validating it by its timestamps "
-				    "instead\n", e->log_name, strerror(ret));
+				    "instead\n", e->log_name,
+				    dir_path(st->fd, path, sizeof(path)),
+				    strerror(ret));
 			e->watch_failure_logged = true;
 		}
 		return;
@@ -413,18 +433,28 @@ static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 	ret = fastcase_cache_build(e->cache, &e->scope, &st->id, st->fd,
 				   &cur, stamp_time, rec);
 	if (ret != 0) {
-		DBG_NOTICE("share [%s]: cannot read a directory to cache "
-			   "it (%s); asking smbd to scan it\n",
-			   e->log_name, strerror(ret));
+		char path[PATH_MAX];
+
+		if (!e->build_failure_logged) {
+			DBG_WARNING("share [%s]: cannot cache directory %s "
+				    "(%s); asking smbd to scan it (logged "
+				    "once)\n", e->log_name,
+				    dir_path(st->fd, path, sizeof(path)),
+				    strerror(ret));
+			e->build_failure_logged = true;
+		}
 		return ret;
 	}
 	e->stats.builds++;
 	if (rec->flags & FASTCASE_DIR_TOO_BIG) {
+		char path[PATH_MAX];
+
 		e->stats.too_big++;
-		DBG_NOTICE("share [%s]: a directory of %" PRIu64 "+ "
-			   "entries exceeds the cache's share of "
-			   "\"fastcase:cache size\"; smbd scans it\n",
-			   e->log_name, rec->entries);
+		DBG_WARNING("share [%s]: directory %s of %" PRIu64 "+ "
+			    "entries exceeds the cache's share of "
+			    "\"fastcase:cache size\"; smbd scans it\n",
+			    e->log_name, dir_path(st->fd, path, sizeof(path)),
+			    rec->entries);
 	}
 	return 0;
 }
@@ -557,10 +587,13 @@ static int find_in_records(struct fastcase_engine *e,
 		return 0;
 	}
 	if (cs.matches > 1 && !st->ambiguity_logged) {
-		DBG_WARNING("share [%s]: %zu names in one directory fold "
+		char path[PATH_MAX];
+
+		DBG_WARNING("share [%s]: %zu names in directory %s fold "
 			    "equal to \"%s\"; answering \"%s\" (exact match, "
 			    "else the smallest in byte order)\n",
-			    e->log_name, cs.matches, name, pick);
+			    e->log_name, cs.matches,
+			    dir_path(st->fd, path, sizeof(path)), name, pick);
 		st->ambiguity_logged = true;
 	}
 	*found = talloc_strdup(mem_ctx, pick);
@@ -672,9 +705,12 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 		ret = find_in_records(e, st, rec.gen, name, key, key_len,
 				      mem_ctx, found);
 		if (ret == EINVAL) {
-			DBG_WARNING("share [%s]: malformed cache record; "
-				    "rebuilding the directory's records\n",
-				    e->log_name);
+			char path[PATH_MAX];
+
+			DBG_WARNING("share [%s]: malformed cache record for "
+				    "directory %s; rebuilding its records\n",
+				    e->log_name,
+				    dir_path(st->fd, path, sizeof(path)));
 			fastcase_cache_dir_forget(e->cache, &e->scope, &id);
 			st->in_sync = false;
 			continue;

@@ -1,0 +1,364 @@
+"""
+Reliability: a storm of concurrent clients and local programs on names that
+differ only in case, smbd children killed in the middle, broken or unusable
+cache files, exhausted inotify limits, directories beyond the cache's size
+limit, long names and paths. Whatever happens, clients get correct answers.
+
+FASTCASE_STRESS_SECONDS makes the storm longer (./waf stress).
+"""
+
+import multiprocessing
+import os
+import random
+import signal
+import subprocess
+import time
+
+from samba import NTSTATUSError
+from samba import ntstatus
+
+from harness import SmbdTestCase, FASTCASE
+
+FILE_OPEN = 1
+FILE_CREATE = 2
+READ_WRITE = 0x0012019f
+SHARE_ALL = 7
+
+BASES = ['alpha', 'beta', 'gamma', 'delta']
+STORM_SECONDS = float(os.environ.get('FASTCASE_STRESS_SECONDS', '8'))
+
+
+def spellings(base):
+    return [base, base.upper(), base.capitalize(), base.swapcase().title(),
+            base[:2].upper() + base[2:]]
+
+
+def status_of(exc):
+    return exc.args[0] & 0xffffffff
+
+
+def smb_worker(conn_fn, share, d, seed, deadline, counts):
+    rnd = random.Random(seed)
+    conn = None
+    ops = 0
+    while time.time() < deadline:
+        try:
+            if conn is None:
+                conn = conn_fn(share)
+            base = rnd.choice(BASES)
+            name = d + '\\' + rnd.choice(spellings(base))
+            op = rnd.random()
+            if op < 0.35:
+                fnum = conn.create(name, DesiredAccess=READ_WRITE,
+                                   ShareAccess=SHARE_ALL,
+                                   CreateDisposition=FILE_CREATE)
+                conn.write(fnum, b'smb', 0)
+                conn.close(fnum)
+            elif op < 0.6:
+                conn.loadfile(name)
+            elif op < 0.8:
+                other = rnd.choice(BASES)
+                conn.rename(name, d + '\\' + rnd.choice(spellings(other)))
+            elif op < 0.95:
+                conn.unlink(name)
+            else:
+                conn.mkdir(d + '\\' + rnd.choice(spellings('dir-' + base)))
+            ops += 1
+        except NTSTATUSError:
+            ops += 1
+        except Exception:
+            # the server process was killed: reconnect
+            conn = None
+            time.sleep(0.05)
+    counts.put(ops)
+
+
+def local_worker(path, seed, deadline, counts):
+    rnd = random.Random(seed)
+    ops = 0
+    while time.time() < deadline:
+        name = os.path.join(path, rnd.choice(
+            spellings('local-' + rnd.choice(BASES))))
+        try:
+            op = rnd.random()
+            if op < 0.4:
+                with open(name, 'wb') as f:
+                    f.write(b'local')
+            elif op < 0.7:
+                os.unlink(name)
+            else:
+                os.rename(name, os.path.join(path, rnd.choice(
+                    spellings('local-' + rnd.choice(BASES)))))
+        except OSError:
+            pass
+        ops += 1
+    counts.put(ops)
+
+
+def smbd_children(parent):
+    out = subprocess.run(['pgrep', '-P', str(parent)], capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+class Storm(SmbdTestCase):
+    shares = {'fc': dict(FASTCASE)}
+
+    def check_quiet_state(self, d):
+        """Every name on disk is reachable by any spelling; no two names
+        made over SMB fold equal."""
+        c = self.conn('fc')
+        names = os.listdir(self.local('fc', d))
+        groups = {}
+        for n in names:
+            groups.setdefault(n.lower(), []).append(n)
+        for key, group in groups.items():
+            if not key.startswith('local-'):
+                self.assertEqual(len(group), 1,
+                                 'names that fold equal made over SMB: %r'
+                                 % group)
+            path = self.local('fc', d, group[0])
+            if os.path.isdir(path):
+                for spelling in (key, key.upper()):
+                    c.chkpath(d + '\\' + spelling)
+                continue
+            for spelling in (key, key.upper(), key.capitalize()):
+                data = c.loadfile(d + '\\' + spelling)
+                self.assertIn(data, (b'smb', b'local', b''), spelling)
+        # a miss is a miss
+        with self.assertRaises(NTSTATUSError) as cm:
+            c.loadfile(d + '\\never-there')
+        self.assertEqual(status_of(cm.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
+
+    def run_storm(self, d, kill_children):
+        ctx = multiprocessing.get_context('fork')
+        deadline = time.time() + STORM_SECONDS
+        counts = ctx.Queue()
+        procs = [ctx.Process(target=smb_worker,
+                             args=(self.conn, 'fc', d, i, deadline, counts))
+                 for i in range(16)]
+        procs += [ctx.Process(target=local_worker,
+                              args=(self.local('fc', d), 100 + i, deadline,
+                                    counts))
+                  for i in range(2)]
+        for p in procs:
+            p.start()
+        killed = 0
+        while time.time() < deadline:
+            time.sleep(1.0)
+            if kill_children:
+                children = smbd_children(self.smbd.pid)
+                if len(children) > 2:
+                    os.kill(random.choice(children), signal.SIGKILL)
+                    killed += 1
+        for p in procs:
+            p.join(STORM_SECONDS + 60)
+        total = sum(counts.get(timeout=5) for _ in procs)
+        self.assertGreater(total, 100)
+        return killed
+
+    def test_storm(self):
+        d = self.fresh_dir('fc')
+        self.run_storm(d, kill_children=False)
+        self.check_quiet_state(d)
+
+    def test_storm_with_killed_smbd_children(self):
+        d = self.fresh_dir('fc')
+        killed = self.run_storm(d, kill_children=True)
+        self.assertGreater(killed, 0)
+        self.check_quiet_state(d)
+
+
+class UnusableCache(SmbdTestCase):
+    """The cache file cannot be used: answers come from smbd's scan."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.ro = tempfile.mkdtemp(prefix='fastcase-ro-')
+        # a read-only file system under the cache file, root or not
+        subprocess.run(['mount', '--bind', cls.ro, cls.ro], check=True)
+        subprocess.run(['mount', '-o', 'remount,bind,ro', cls.ro],
+                       check=True)
+        cls.shares = {
+            'ro': dict(FASTCASE, **{
+                'fastcase:cache file': os.path.join(cls.ro, 'c.tdb')}),
+        }
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        subprocess.run(['umount', cls.ro])
+        os.rmdir(cls.ro)
+
+    def test_read_only_cache_directory(self):
+        d = self.fresh_dir('ro')
+        with open(self.local('ro', d, 'Present.txt'), 'w') as f:
+            f.write('here')
+        mark = self.log_mark()
+        c = self.conn('ro')
+        self.assertEqual(c.loadfile(d + '\\PRESENT.TXT'), b'here')
+        with self.assertRaises(NTSTATUSError) as cm:
+            c.loadfile(d + '\\absent.txt')
+        self.assertEqual(status_of(cm.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
+        log = self.log_text(since=mark)
+        self.assertIn('cannot use the cache file', log)
+        self.assertIn('[ro]', log)
+
+
+class BrokenCacheFiles(SmbdTestCase):
+    shares = {'fc': dict(FASTCASE)}
+
+    def answers_are_right(self):
+        d = self.fresh_dir('fc')
+        with open(self.local('fc', d, 'Present.txt'), 'w') as f:
+            f.write('here')
+        c = self.conn('fc')
+        self.assertEqual(c.loadfile(d + '\\PRESENT.TXT'), b'here')
+        with self.assertRaises(NTSTATUSError):
+            c.loadfile(d + '\\absent.txt')
+        create_variant = lambda: c.create(
+            d + '\\present.TXT', DesiredAccess=READ_WRITE,
+            ShareAccess=SHARE_ALL, CreateDisposition=FILE_CREATE)
+        with self.assertRaises(NTSTATUSError) as cm:
+            create_variant()
+        self.assertEqual(status_of(cm.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
+
+    def replace_cache_file(self, data):
+        # no connection is open, so nothing has the file open
+        time.sleep(0.3)
+        with open(self.smbd.cache_file, 'wb') as f:
+            f.write(data)
+
+    def test_garbage_file(self):
+        self.replace_cache_file(os.urandom(65536))
+        self.answers_are_right()
+
+    def test_truncated_file(self):
+        self.conn('fc').list('')
+        time.sleep(0.3)
+        size = os.path.getsize(self.smbd.cache_file)
+        with open(self.smbd.cache_file, 'r+b') as f:
+            f.truncate(size // 3)
+        self.answers_are_right()
+
+    def test_older_format_held_open(self):
+        # another process (an older module) holds the file with another
+        # format: the module must not use it, and must not clear it
+        import struct
+        import tdb
+        if os.path.exists(self.smbd.cache_file):
+            os.unlink(self.smbd.cache_file)
+        db = tdb.Tdb(self.smbd.cache_file, 0, tdb.CLEAR_IF_FIRST,
+                     os.O_RDWR | os.O_CREAT, 0o600)
+        db.store(b'fastcase-format', struct.pack('=I', 0))
+        try:
+            mark = self.log_mark()
+            self.answers_are_right()
+            self.assertIn('cannot use the cache file',
+                          self.log_text(since=mark))
+            self.assertEqual(db.get(b'fastcase-format'),
+                             struct.pack('=I', 0))
+        finally:
+            db.close()
+
+
+class NoInotify(SmbdTestCase):
+    """Stamps alone, no inotify: local changes are still seen at once."""
+    shares = {'fc': dict(FASTCASE, **{'fastcase:watch limit': '0'})}
+
+    def test_local_changes_without_inotify(self):
+        d = self.fresh_dir('fc')
+        c = self.conn('fc')
+        for i in range(20):
+            with open(self.local('fc', d, 'File%d' % i), 'w') as f:
+                f.write(str(i))
+            self.assertEqual(c.loadfile(d + '\\FILE%d' % i),
+                             str(i).encode())
+            if i % 2:
+                os.unlink(self.local('fc', d, 'File%d' % (i - 1)))
+                with self.assertRaises(NTSTATUSError):
+                    c.loadfile(d + '\\file%d' % (i - 1))
+
+
+class InotifyInstancesExhausted(SmbdTestCase):
+    shares = {'fc': dict(FASTCASE)}
+    SYSCTL = '/proc/sys/fs/inotify/max_user_instances'
+
+    def test_no_inotify_instance_left(self):
+        d = self.fresh_dir('fc')
+        with open(self.SYSCTL) as f:
+            saved = f.read().strip()
+        held = []
+        try:
+            # take every instance there is for root, then connect
+            with open(self.SYSCTL, 'w') as f:
+                f.write('16')
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            while True:
+                fd = libc.inotify_init1(os.O_CLOEXEC)
+                if fd < 0:
+                    break
+                held.append(fd)
+            mark = self.log_mark()
+            c = self.conn('fc')
+            with open(self.local('fc', d, 'Made.txt'), 'w') as f:
+                f.write('m')
+            self.assertEqual(c.loadfile(d + '\\MADE.TXT'), b'm')
+            os.unlink(self.local('fc', d, 'Made.txt'))
+            with self.assertRaises(NTSTATUSError):
+                c.loadfile(d + '\\made.txt')
+            self.assertIn('no inotify instance', self.log_text(since=mark))
+        finally:
+            for fd in held:
+                os.close(fd)
+            with open(self.SYSCTL, 'w') as f:
+                f.write(saved)
+
+
+class Limits(SmbdTestCase):
+    shares = {
+        'fc': dict(FASTCASE),
+        'tiny': dict(FASTCASE, **{'fastcase:cache size': '1M'}),
+    }
+
+    def test_directory_larger_than_the_cache(self):
+        d = self.fresh_dir('tiny')
+        for i in range(20000):
+            open(self.local('tiny', d, 'Entry-%05d-padding-padding' % i),
+                 'w').close()
+        mark = self.log_mark()
+        c = self.conn('tiny')
+        c.loadfile(d + '\\ENTRY-12345-PADDING-PADDING')
+        with self.assertRaises(NTSTATUSError):
+            c.loadfile(d + '\\entry-99999')
+        self.assertIn('exceeds', self.log_text(since=mark))
+
+    def test_255_byte_names_and_4000_byte_paths(self):
+        d = self.fresh_dir('fc')
+        long_name = 'L' * 250 + '.txt'
+        with open(self.local('fc', d, long_name), 'w') as f:
+            f.write('long')
+        c = self.conn('fc')
+        self.assertEqual(c.loadfile(d + '\\' + long_name.lower()), b'long')
+        parts = ['Component%03d' % i + 'x' * 60 for i in range(54)]
+        # longer than the local absolute path may be: walk with dir fds
+        fd = os.open(self.local('fc', d), os.O_RDONLY | os.O_DIRECTORY)
+        for p in parts:
+            os.mkdir(p, dir_fd=fd)
+            sub = os.open(p, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        leaf = os.open('Leaf.txt', os.O_WRONLY | os.O_CREAT, 0o644,
+                       dir_fd=fd)
+        os.write(leaf, b'leaf')
+        os.close(leaf)
+        os.close(fd)
+        smb = '\\'.join([d] + [p.upper() for p in parts] + ['LEAF.TXT'])
+        self.assertGreater(len(smb), 3900)
+        self.assertEqual(c.loadfile(smb), b'leaf')
