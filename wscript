@@ -195,6 +195,39 @@ def build_fuzzers(bld):
 	return targets
 
 
+def build_asan_module(bld):
+	"""fastcase.so with AddressSanitizer and UBSan, for a second run of the
+	integration tests with the runtime preloaded into smbd."""
+	top_dir = bld.path.abspath()
+	out = os.path.join(bld.bldnode.abspath(), 'asan')
+	os.makedirs(out, exist_ok=True)
+	target = os.path.join(out, 'fastcase.so')
+	srcs = [os.path.join(top_dir, s)
+		for s in ENGINE_SOURCES + ['modules/vfs_fastcase.c']]
+	flags = ['-g', '-O1', '-fPIC', '-shared', '-fvisibility=hidden',
+		 '-fsanitize=address,undefined',
+		 '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer',
+		 '-I' + os.path.join(top_dir, 'include')]
+	flags += ['-I' + os.path.join(bld.env.SAMBA_TREE, d)
+		  for d in SAMBA_INCLUDES]
+	flags += ['-D' + d for d in SAMBA_DEFINES]
+	flags += ['-I/usr/include/samba-4.0']
+	libs = ['-L' + bld.env.MODULESDIR, '-Wl,-rpath,' + bld.env.MODULESDIR,
+		'-l:libsamba-util.so.0', '-l:libsamba-debug-samba4.so.0',
+		'-lunistring', '-ltalloc', '-ltdb', '-ltevent']
+	newest = max(os.path.getmtime(s) for s in srcs)
+	if not os.path.exists(target) or os.path.getmtime(target) < newest:
+		if _run(['gcc'] + flags + srcs + ['-o', target] + libs) != 0:
+			raise Errors.WafError('cannot build the ASan module')
+	for tool in ['fastcase-stat', 'fastcase-check']:
+		link = os.path.join(out, tool)
+		if not os.path.lexists(link):
+			os.symlink(os.path.join('..', tool), link)
+	runtime = subprocess.run(['gcc', '-print-file-name=libasan.so'],
+				 capture_output=True, text=True).stdout.strip()
+	return out, os.path.realpath(runtime)
+
+
 def run_fuzzers(bld, seconds=None, runs=None):
 	"""Each target over its seed corpus; 0 when none crashed."""
 	import tempfile
@@ -271,6 +304,19 @@ def run_tests(bld):
 		else:
 			failed += 1
 			Logs.error('integration tests failed (exit %d)' % rc)
+	if not Options.options.unit_only and not filt:
+		asan_dir, runtime = build_asan_module(bld)
+		env = dict(os.environ, FASTCASE_SMBD_PRELOAD=runtime)
+		for suite in ['test_engine', 'test_reliability', 'test_hostile']:
+			rc = _run(['/usr/bin/python3',
+				   os.path.join(top_dir, 'tests/integration/run.py'),
+				   '--build', asan_dir, '--filter', suite],
+				  env=env)
+			if rc == 0:
+				passed += 1
+			else:
+				failed += 1
+				Logs.error('%s under ASan/UBSan failed' % suite)
 	print('suites: %d passed, %d failed' % (passed, failed))
 	if failed:
 		raise Errors.WafError('%d test suite(s) failed' % failed)

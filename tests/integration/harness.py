@@ -61,6 +61,11 @@ PYTHON = '/usr/bin/python3'
 # run.py / demo.py create.
 NS_MARKER = 'FASTCASE_INTEGRATION_NS'
 BUILD_ENV = 'FASTCASE_BUILD'
+# The sanitizer runtime to preload into smbd (./waf test sets it for the
+# run with the AddressSanitizer build of the module).
+SANITIZER_ENV = 'FASTCASE_SMBD_PRELOAD'
+SANITIZER_REPORT = re.compile(r'ERROR: AddressSanitizer|runtime error:|'
+                              r'ERROR: LeakSanitizer')
 # A file where every started smbd's PID and every temporary directory is
 # recorded, so that run.py's supervisor can clean up if the test process
 # dies or hangs.
@@ -433,11 +438,20 @@ class Smbd:
                '--configfile=' + self.conf,
                '--debuglevel=%d' % self.debuglevel]
         self._stdout = open(os.path.join(self.logdir, 'smbd.stdout'), 'wb')
+        env = dict(os.environ)
+        preload = os.environ.get(SANITIZER_ENV)
+        if preload:
+            # a module built with -fsanitize=address,undefined needs the
+            # runtime loaded first; smbd's own leaks are not ours
+            env['LD_PRELOAD'] = preload
+            env['ASAN_OPTIONS'] = 'detect_leaks=0:abort_on_error=1'
+            env['UBSAN_OPTIONS'] = 'halt_on_error=1:print_stacktrace=1'
         # Its own session: smbd signals its whole process group on exit.
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                      stdout=self._stdout,
                                      stderr=subprocess.STDOUT,
-                                     start_new_session=True, cwd=self.tmp)
+                                     start_new_session=True, cwd=self.tmp,
+                                     env=env)
         _registry_update('pid', self.proc.pid, True)
         self.wait_ready(timeout)
 
@@ -530,6 +544,19 @@ class Smbd:
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.05)
+
+    def sanitizer_report(self):
+        """The first sanitizer report in smbd's output and logs, or None."""
+        for path in glob.glob(os.path.join(self.logdir, '*')):
+            try:
+                with open(path, errors='replace') as f:
+                    text = f.read()
+            except OSError:
+                continue
+            m = SANITIZER_REPORT.search(text)
+            if m:
+                return text[max(0, m.start() - 200):m.start() + 3000]
+        return None
 
     def log_tail(self, lines=40):
         text = self.log_text()
@@ -631,14 +658,21 @@ class SmbdTestCase(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        report = None
         if cls.smbd is not None:
             cls.smbd.stop()
+            if os.environ.get(SANITIZER_ENV):
+                report = cls.smbd.sanitizer_report()
+                if report:
+                    cls._failed = True
             if cls._failed:
                 sys.stderr.write('harness: smbd log tail for %s:\n%s\n'
                                  % (cls.__name__, cls.smbd.log_tail()))
             cls.smbd.cleanup(keep=cls._failed and keep_tmp())
             cls.smbd = None
         super().tearDownClass()
+        if report:
+            raise AssertionError('sanitizer report from smbd:\n' + report)
 
     def run(self, result=None):
         before = None
