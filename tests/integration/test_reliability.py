@@ -12,6 +12,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 
 from samba import NTSTATUSError
@@ -362,3 +363,51 @@ class Limits(SmbdTestCase):
         smb = '\\'.join([d] + [p.upper() for p in parts] + ['LEAF.TXT'])
         self.assertGreater(len(smb), 3900)
         self.assertEqual(c.loadfile(smb), b'leaf')
+
+
+class TallocPerRequest(SmbdTestCase):
+    """No talloc memory kept per lookup: smbd's own talloc report of the
+    serving process stays flat across 10,000 lookups."""
+    shares = {'fc': dict(FASTCASE)}
+
+    def talloc_total(self, pid):
+        r = subprocess.run(['smbcontrol', '--configfile=' + self.smbd.conf,
+                            str(pid), 'pool-usage'],
+                           capture_output=True, text=True, timeout=30)
+        for line in r.stdout.splitlines():
+            if line.startswith('full talloc report on'):
+                # "full talloc report on 'null_context' (total N bytes
+                # in M blocks)"
+                return int(line.split('(total', 1)[1].split()[0])
+        self.fail('no talloc report from %d: %s %s'
+                  % (pid, r.stdout[:300], r.stderr[:300]))
+
+    def test_10000_lookups(self):
+        d = self.fresh_dir('fc')
+        for i in range(200):
+            open(self.local('fc', d, 'Name%03d' % i), 'w').close()
+        c = self.conn('fc')
+
+        def lookups(n):
+            for i in range(n):
+                try:
+                    c.loadfile(d + '\\NAME%03d' % (i % 400))
+                except NTSTATUSError:
+                    pass    # the upper half are misses
+
+        lookups(1000)
+        # the process serving this session, as smbstatus names it
+        r = subprocess.run(['smbstatus', '--configfile=' + self.smbd.conf,
+                            '-b', '--json'], capture_output=True, text=True)
+        import json
+        sessions = json.loads(r.stdout)['sessions']
+        pids = {int(s['server_id']['pid']) for s in sessions.values()}
+        self.assertEqual(len(pids), 1, r.stdout)
+        pid = pids.pop()
+        before = self.talloc_total(pid)
+        lookups(10000)
+        after = self.talloc_total(pid)
+        sys.stderr.write('talloc total of smbd %d: %d -> %d bytes\n'
+                         % (pid, before, after))
+        # 10,000 lookups: even 8 bytes kept per lookup would show
+        self.assertLess(after - before, 40000, (before, after))
