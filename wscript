@@ -317,6 +317,17 @@ def run_tests(bld):
 			else:
 				failed += 1
 				Logs.error('%s under ASan/UBSan failed' % suite)
+		# once under valgrind's memcheck: slow, so one class
+		env = dict(os.environ, FASTCASE_SMBD_VALGRIND='1')
+		rc = _run(['/usr/bin/python3',
+			   os.path.join(top_dir, 'tests/integration/run.py'),
+			   '--build', out_dir,
+			   '--filter', 'test_engine.WrongCaseOperations'], env=env)
+		if rc == 0:
+			passed += 1
+		else:
+			failed += 1
+			Logs.error('integration tests under valgrind failed')
 	print('suites: %d passed, %d failed' % (passed, failed))
 	if failed:
 		raise Errors.WafError('%d test suite(s) failed' % failed)

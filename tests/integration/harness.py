@@ -64,6 +64,8 @@ BUILD_ENV = 'FASTCASE_BUILD'
 # The sanitizer runtime to preload into smbd (./waf test sets it for the
 # run with the AddressSanitizer build of the module).
 SANITIZER_ENV = 'FASTCASE_SMBD_PRELOAD'
+# Set to run smbd under valgrind's memcheck (./waf test does once).
+VALGRIND_ENV = 'FASTCASE_SMBD_VALGRIND'
 SANITIZER_REPORT = re.compile(r'ERROR: AddressSanitizer|runtime error:|'
                               r'ERROR: LeakSanitizer')
 # A file where every started smbd's PID and every temporary directory is
@@ -438,6 +440,12 @@ class Smbd:
                '--configfile=' + self.conf,
                '--debuglevel=%d' % self.debuglevel]
         self._stdout = open(os.path.join(self.logdir, 'smbd.stdout'), 'wb')
+        if os.environ.get(VALGRIND_ENV):
+            # memcheck follows smbd's forked children by itself
+            cmd = ['valgrind', '--tool=memcheck', '--num-callers=40',
+                   '--log-file=' + os.path.join(self.logdir,
+                                                'valgrind.%p.log')] + cmd
+            timeout = max(timeout, 120)
         env = dict(os.environ)
         preload = os.environ.get(SANITIZER_ENV)
         if preload:
@@ -544,6 +552,23 @@ class Smbd:
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.05)
+
+    def valgrind_report(self):
+        """memcheck errors whose stack passes through the module."""
+        found = []
+        logs = glob.glob(os.path.join(self.logdir, 'valgrind.*.log'))
+        if not logs:
+            return 'smbd did not run under valgrind: no valgrind logs'
+        for path in logs:
+            with open(path, errors='replace') as f:
+                blocks = re.split(r'\n==\d+== \n', f.read())
+            for b in blocks:
+                if ('fastcase' in b and
+                        re.search(r'Invalid (read|write|free)|'
+                                  r'uninitialised|Mismatched|overlap|'
+                                  r'definitely lost', b)):
+                    found.append(b)
+        return '\n\n'.join(found[:5]) or None
 
     def sanitizer_report(self):
         """The first sanitizer report in smbd's output and logs, or None."""
@@ -663,8 +688,10 @@ class SmbdTestCase(unittest.TestCase):
             cls.smbd.stop()
             if os.environ.get(SANITIZER_ENV):
                 report = cls.smbd.sanitizer_report()
-                if report:
-                    cls._failed = True
+            if os.environ.get(VALGRIND_ENV):
+                report = cls.smbd.valgrind_report()
+            if report:
+                cls._failed = True
             if cls._failed:
                 sys.stderr.write('harness: smbd log tail for %s:\n%s\n'
                                  % (cls.__name__, cls.smbd.log_tail()))
