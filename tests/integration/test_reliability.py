@@ -373,7 +373,8 @@ class TallocPerRequest(SmbdTestCase):
     def talloc_total(self, pid):
         r = subprocess.run(['smbcontrol', '--configfile=' + self.smbd.conf,
                             str(pid), 'pool-usage'],
-                           capture_output=True, text=True, timeout=30)
+                           capture_output=True, text=True, timeout=30,
+                           errors='replace')
         for line in r.stdout.splitlines():
             if line.startswith('full talloc report on'):
                 # "full talloc report on 'null_context' (total N bytes
