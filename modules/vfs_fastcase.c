@@ -465,36 +465,35 @@ static struct smb_filename *fastcase_legacy_fname(
 	return copy;
 }
 
-static int fastcase_stat(struct vfs_handle_struct *handle,
-			 struct smb_filename *smb_fname)
+static int fastcase_stat_common(struct vfs_handle_struct *handle,
+				struct smb_filename *smb_fname, bool follow)
 {
 	struct smb_filename *disk = NULL;
-	int ret = SMB_VFS_NEXT_STAT(handle, smb_fname);
+	int ret;
 
+	ret = follow ? SMB_VFS_NEXT_STAT(handle, smb_fname) :
+		SMB_VFS_NEXT_LSTAT(handle, smb_fname);
 	if (ret == -1 &&
 	    (disk = fastcase_legacy_fname(handle, handle->conn->cwd_fsp,
 					  smb_fname)) != NULL) {
-		ret = SMB_VFS_NEXT_STAT(handle, disk);
+		ret = follow ? SMB_VFS_NEXT_STAT(handle, disk) :
+			SMB_VFS_NEXT_LSTAT(handle, disk);
 		smb_fname->st = disk->st;
 		TALLOC_FREE(disk);
 	}
 	return ret;
 }
 
+static int fastcase_stat(struct vfs_handle_struct *handle,
+			 struct smb_filename *smb_fname)
+{
+	return fastcase_stat_common(handle, smb_fname, true);
+}
+
 static int fastcase_lstat(struct vfs_handle_struct *handle,
 			  struct smb_filename *smb_fname)
 {
-	struct smb_filename *disk = NULL;
-	int ret = SMB_VFS_NEXT_LSTAT(handle, smb_fname);
-
-	if (ret == -1 &&
-	    (disk = fastcase_legacy_fname(handle, handle->conn->cwd_fsp,
-					  smb_fname)) != NULL) {
-		ret = SMB_VFS_NEXT_LSTAT(handle, disk);
-		smb_fname->st = disk->st;
-		TALLOC_FREE(disk);
-	}
-	return ret;
+	return fastcase_stat_common(handle, smb_fname, false);
 }
 
 static int fastcase_fstatat(struct vfs_handle_struct *handle,
