@@ -108,8 +108,13 @@ def main_inner(args):
     }
     smbd = harness.Smbd(shares, prefix='fastcase-bench-smbd-')
     results = {}
+    holder = None
     try:
         smbd.start()
+        # one client stays connected throughout, as on a server in use:
+        # the cache lives while any smbd process has it open
+        holder = smbd.conn('fastcase')
+        holder.list('')
         for n in sizes:
             d = 'd%d' % n
             for op in OPS:
