@@ -412,3 +412,93 @@ class TallocPerRequest(SmbdTestCase):
                          % (pid, before, after))
         # 10,000 lookups: even 8 bytes kept per lookup would show
         self.assertLess(after - before, 40000, (before, after))
+
+
+class CacheFileSystemFull(SmbdTestCase):
+    """The cache's file system fills up: answers stay right."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.small = tempfile.mkdtemp(prefix='fastcase-full-')
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=256k',
+                        'fastcase-full', cls.small], check=True)
+        cls.shares = {'fc': dict(FASTCASE, **{
+            'fastcase:cache file': os.path.join(cls.small, 'c.tdb')})}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        subprocess.run(['umount', cls.small])
+        os.rmdir(cls.small)
+
+    def test_directory_too_big_for_the_disk(self):
+        d = self.fresh_dir('fc')
+        for i in range(5000):
+            open(self.local('fc', d, 'Entry-%05d-with-a-long-name' % i),
+                 'w').close()
+        c = self.conn('fc')
+        for i in range(0, 5000, 500):
+            c.loadfile(d + '\\ENTRY-%05d-WITH-A-LONG-NAME' % i)
+        with self.assertRaises(NTSTATUSError) as cm:
+            c.loadfile(d + '\\entry-99999')
+        self.assertEqual(status_of(cm.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
+
+
+class InotifyLimits(SmbdTestCase):
+    """Few watches and a short event queue: overflows and failed watches
+    fall back to validation, never to a stale answer."""
+    shares = {'fc': dict(FASTCASE)}
+    WATCHES = '/proc/sys/fs/inotify/max_user_watches'
+    QUEUE = '/proc/sys/fs/inotify/max_queued_events'
+
+    def set_limit(self, path, value):
+        with open(path) as f:
+            saved = f.read().strip()
+        with open(path, 'w') as f:
+            f.write(str(value))
+        self.addCleanup(self.restore, path, saved)
+
+    @staticmethod
+    def restore(path, value):
+        with open(path, 'w') as f:
+            f.write(value)
+
+    def test_queue_overflow(self):
+        self.set_limit(self.QUEUE, 16)
+        d = self.fresh_dir('fc')
+        c = self.conn('fc')     # a new process: its queue holds 16
+        with self.assertRaises(NTSTATUSError):
+            c.loadfile(d + '\\FILE0')
+        for i in range(200):    # far more events than the queue holds
+            with open(self.local('fc', d, 'File%d' % i), 'w') as f:
+                f.write(str(i))
+        for i in range(0, 200, 7):
+            self.assertEqual(c.loadfile(d + '\\FILE%d' % i), b'%d' % i)
+        for i in range(0, 200, 2):
+            os.unlink(self.local('fc', d, 'File%d' % i))
+        for i in range(0, 200, 9):
+            if i % 2:
+                self.assertEqual(c.loadfile(d + '\\file%d' % i),
+                                 b'%d' % i)
+            else:
+                with self.assertRaises(NTSTATUSError):
+                    c.loadfile(d + '\\file%d' % i)
+
+    def test_watches_exhausted(self):
+        with open('/proc/sys/fs/inotify/max_user_watches') as f:
+            int(f.read())
+        # no watch can be added by anyone of this user
+        self.set_limit(self.WATCHES, 1)
+        d = self.fresh_dir('fc')
+        os.mkdir(self.local('fc', d, 'Sub'))
+        c = self.conn('fc')
+        for i in range(10):
+            with open(self.local('fc', d, 'Sub', 'F%d' % i), 'w') as f:
+                f.write('x')
+            self.assertEqual(c.loadfile(d + '\\SUB\\f%d' % i), b'x')
+            os.unlink(self.local('fc', d, 'Sub', 'F%d' % i))
+            with self.assertRaises(NTSTATUSError):
+                c.loadfile(d + '\\sub\\F%d' % i)
