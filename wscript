@@ -140,6 +140,8 @@ def build(bld):
 		bld.add_post_fun(run_fuzz)
 	elif bld.cmd == 'stress':
 		bld.add_post_fun(run_stress)
+	elif bld.cmd == 'torture':
+		bld.add_post_fun(run_torture)
 
 
 MANPAGES_XSL = ('/usr/share/xml/docbook/stylesheet/docbook-xsl/'
@@ -372,4 +374,21 @@ class FuzzContext(Build.BuildContext):
 class DemoContext(Build.BuildContext):
 	'''build, then serve a demo share on 127.0.0.1 (foreground)'''
 	cmd = 'demo'
+	fun = 'build'
+
+
+def run_torture(bld):
+	"""smbtorture on a stock and a fastcase share, side by side (the full
+	list; tests/torture/run_torture.py)."""
+	rc = _run(['/usr/bin/python3',
+		   os.path.join(bld.path.abspath(), 'tests/torture/run_torture.py'),
+		   '--build', bld.bldnode.abspath()])
+	if rc:
+		raise Errors.WafError('smbtorture: fastcase differs from stock '
+				      '(or the run failed): see the table')
+
+
+class TortureContext(Build.BuildContext):
+	'''build, then smbtorture: stock against fastcase, side by side'''
+	cmd = 'torture'
 	fun = 'build'
