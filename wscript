@@ -37,7 +37,7 @@ ENGINE_SOURCES = ['modules/fastcase_fold.c',
 		  'modules/fastcase_engine.c',
 		  'modules/fastcase_params.c']
 
-UNIT_TESTS = []
+UNIT_TESTS = ['test_fold', 'test_params', 'test_cache', 'test_engine']
 
 
 def options(opt):
@@ -123,7 +123,8 @@ def build(bld):
 			    use='fastcase_engine ' + uses,
 			    install_path='${BINDIR}')
 	for t in UNIT_TESTS:
-		bld.program(source=['tests/unit/%s.c' % t],
+		bld.program(source=['tests/unit/%s.c' % t,
+				    'tests/unit/unit_util.c'],
 			    target='tests/unit/%s' % t,
 			    includes='include modules',
 			    use='fastcase_engine CMOCKA ' + uses,

@@ -80,14 +80,19 @@ int fastcase_scope_disk_key(const struct fastcase_scope *scope,
 			    const char *name, char *key, size_t *key_len);
 
 /*
- * Open (or create) the cache file. A file that cannot be opened, is
- * corrupt or has another format is never trusted: the caller goes on
- * uncached. Returns 0 or an errno.
+ * Open (or create) the cache file, and its lock file path + ".lock" (an
+ * empty file; directory locks are byte-range locks on it). A file that
+ * cannot be opened, is corrupt or has another format is never trusted:
+ * the caller goes on uncached. Returns 0 or an errno.
  */
 int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
 			uint64_t max_bytes, struct fastcase_cache **pcache);
 
-/* Serialises every change to one directory's records across processes. */
+/*
+ * Serialises every change to one directory's records across processes;
+ * nests. A process holding one directory's lock is not made to wait for
+ * another's: that returns EWOULDBLOCK (two such waits could deadlock).
+ */
 int fastcase_cache_dir_lock(struct fastcase_cache *cache,
 			    const struct fastcase_scope *scope,
 			    const struct fastcase_dir_id *id);
@@ -143,8 +148,8 @@ int fastcase_cache_build(struct fastcase_cache *cache,
 			 const struct stat *st, int64_t stamp_time_ns,
 			 struct fastcase_dir_record *rec);
 
-/* Drop every record when the cache is over its size limit. Call with no
- * directory locked. */
+/* Drop every record when the cache is over its size limit. Does nothing
+ * while this process holds a directory's lock. */
 void fastcase_cache_trim(struct fastcase_cache *cache);
 
 /* Bytes the cache file takes now. */

@@ -55,6 +55,13 @@ struct fastcase_engine_options {
 	unsigned watch_limit;	/* 0: no inotify, validate by stamps */
 	const char *legacy_charset;	/* NULL: none */
 	const char *log_name;	/* the share, for log messages */
+	/*
+	 * Several names fold equal to a lookup and none is exact: answer
+	 * FASTCASE_UNKNOWN, so that smbd's own scan picks the first in
+	 * directory order and a search lists them all, as stock smbd does.
+	 * Otherwise the engine picks by its ranking (see choose_name()).
+	 */
+	bool defer_ambiguous;
 };
 
 struct fastcase_engine;

@@ -12,6 +12,7 @@
 #include "replace.h"
 #include "system/filesys.h"
 #include "lib/util/debug.h"
+#include "lib/util/dlinklist.h"
 #include "fastcase_cache.h"
 
 #include <dirent.h>
@@ -39,11 +40,53 @@
 /* Rough bytes a stored name costs: TDB record header, key and value. */
 #define RECORD_OVERHEAD 48
 
-struct fastcase_cache {
+/*
+ * Directory locks are OFD locks on single bytes of a lock file beside the
+ * cache file ("<cache file>.lock", always empty), one byte per hash of the
+ * directory's key. They are not TDB chain locks: the holder of a
+ * directory's lock reads and writes records, which takes chain locks, and
+ * the chain of one of its entries may be the chain of another directory's
+ * key, so with chain locks two processes in two directories could each
+ * wait for a chain the other holds. Nor are they locks on the TDB file
+ * itself, whose every byte beyond the hash chains TDB's all-record lock
+ * covers. OFD locks do not nest; the nesting is counted here.
+ *
+ * A process that holds a directory's lock never waits for another's: it
+ * gets EWOULDBLOCK instead. Otherwise two processes, each holding one
+ * directory and applying a queued event of the other's, would wait for
+ * each other forever (robust mutexes and OFD locks detect no deadlock).
+ */
+#define DIR_LOCK_SPAN ((off_t)1 << 32)
+#define DIR_LOCKS_HELD_MAX 8
+
+/*
+ * One open of the cache file per process. TDB refuses a second open of a
+ * file in one process, and OFD locks of two opens would exclude each
+ * other, so two shares of one smbd process that name the same file share
+ * this; each keeps a handle of its own.
+ */
+struct cache_file {
+	struct cache_file *prev, *next;
 	struct tdb_context *tdb;
 	char *path;
+	dev_t dev;
+	ino_t ino;
+	pid_t pid;
+	unsigned refs;
+	int lock_fd;
+	struct {
+		uint32_t slot;
+		unsigned depth;
+	} held[DIR_LOCKS_HELD_MAX];
+	size_t num_held;
+};
+
+struct fastcase_cache {
+	struct cache_file *file;
 	uint64_t max_bytes;
 };
+
+static struct cache_file *open_files;
 
 void fastcase_scope_init(struct fastcase_scope *scope,
 			 const struct fastcase_fold_rules *rules)
@@ -114,11 +157,24 @@ static TDB_DATA string_key(const char *s)
 			    .dsize = strlen(s) };
 }
 
+static int cache_file_destructor(struct cache_file *file)
+{
+	DLIST_REMOVE(open_files, file);
+	if (file->tdb != NULL) {
+		tdb_close(file->tdb);
+		file->tdb = NULL;
+	}
+	if (file->lock_fd != -1) {
+		close(file->lock_fd);
+		file->lock_fd = -1;
+	}
+	return 0;
+}
+
 static int cache_destructor(struct fastcase_cache *cache)
 {
-	if (cache->tdb != NULL) {
-		tdb_close(cache->tdb);
-		cache->tdb = NULL;
+	if (cache->file != NULL && --cache->file->refs == 0) {
+		TALLOC_FREE(cache->file);
 	}
 	return 0;
 }
@@ -148,8 +204,29 @@ static int check_format(struct tdb_context *tdb)
 	return ret;
 }
 
-int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
-			uint64_t max_bytes, struct fastcase_cache **pcache)
+/*
+ * This process's open of the file at path, if it has one. A child of a
+ * forking process must not use its parent's: TDB's locks and the OFD
+ * locks would not exclude the two.
+ */
+static struct cache_file *find_open_file(const char *path)
+{
+	struct cache_file *file = NULL;
+	struct stat st;
+
+	if (stat(path, &st) != 0) {
+		return NULL;
+	}
+	for (file = open_files; file != NULL; file = file->next) {
+		if (file->pid == getpid() && file->dev == st.st_dev &&
+		    file->ino == st.st_ino) {
+			return file;
+		}
+	}
+	return NULL;
+}
+
+static int open_file(const char *path, struct cache_file **pfile)
 {
 	/*
 	 * The cache is only ever a copy of what the directories hold:
@@ -157,36 +234,85 @@ int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
 	 * crash or a reboot never leaves records that someone trusts.
 	 */
 	int flags = TDB_CLEAR_IF_FIRST | TDB_INCOMPATIBLE_HASH | TDB_NOSYNC;
+	struct cache_file *file = NULL;
+	char *lock_path = NULL;
+	struct stat st;
+	int ret;
+
+	/* long-lived, shared by the handles of this process */
+	file = talloc_zero(NULL, struct cache_file);
+	if (file == NULL) {
+		return ENOMEM;
+	}
+	file->lock_fd = -1;
+	file->pid = getpid();
+	file->path = talloc_strdup(file, path);
+	lock_path = talloc_asprintf(file, "%s.lock", path);
+	if (file->path == NULL || lock_path == NULL) {
+		TALLOC_FREE(file);
+		return ENOMEM;
+	}
+	DLIST_ADD(open_files, file);
+	talloc_set_destructor(file, cache_file_destructor);
+
+	if (tdb_runtime_check_for_robust_mutexes()) {
+		flags |= TDB_MUTEX_LOCKING;
+	}
+	file->tdb = tdb_open(path, FASTCASE_CACHE_HASH_SIZE, flags,
+			     O_RDWR | O_CREAT, 0600);
+	if (file->tdb == NULL) {
+		ret = errno != 0 ? errno : EIO;
+		TALLOC_FREE(file);
+		return ret;
+	}
+	if (fstat(tdb_fd(file->tdb), &st) != 0) {
+		ret = errno;
+		TALLOC_FREE(file);
+		return ret;
+	}
+	file->dev = st.st_dev;
+	file->ino = st.st_ino;
+
+	ret = check_format(file->tdb);
+	if (ret != 0) {
+		TALLOC_FREE(file);
+		return ret;
+	}
+	file->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (file->lock_fd == -1) {
+		ret = errno;
+		TALLOC_FREE(file);
+		return ret;
+	}
+	TALLOC_FREE(lock_path);
+	*pfile = file;
+	return 0;
+}
+
+int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
+			uint64_t max_bytes, struct fastcase_cache **pcache)
+{
 	struct fastcase_cache *cache = NULL;
+	struct cache_file *file = NULL;
 	int ret;
 
 	cache = talloc_zero(mem_ctx, struct fastcase_cache);
 	if (cache == NULL) {
 		return ENOMEM;
 	}
-	cache->path = talloc_strdup(cache, path);
-	if (cache->path == NULL) {
-		TALLOC_FREE(cache);
-		return ENOMEM;
-	}
 	cache->max_bytes = max_bytes;
-	if (tdb_runtime_check_for_robust_mutexes()) {
-		flags |= TDB_MUTEX_LOCKING;
-	}
-	cache->tdb = tdb_open(path, FASTCASE_CACHE_HASH_SIZE, flags,
-			      O_RDWR | O_CREAT, 0600);
-	if (cache->tdb == NULL) {
-		ret = errno != 0 ? errno : EIO;
-		TALLOC_FREE(cache);
-		return ret;
-	}
-	talloc_set_destructor(cache, cache_destructor);
 
-	ret = check_format(cache->tdb);
-	if (ret != 0) {
-		TALLOC_FREE(cache);
-		return ret;
+	file = find_open_file(path);
+	if (file == NULL) {
+		ret = open_file(path, &file);
+		if (ret != 0) {
+			TALLOC_FREE(cache);
+			return ret;
+		}
 	}
+	file->refs++;
+	cache->file = file;
+	talloc_set_destructor(cache, cache_destructor);
 	*pcache = cache;
 	return 0;
 }
@@ -207,11 +333,11 @@ int fastcase_cache_add_counters(struct fastcase_cache *cache,
 	memcpy(kbuf, FASTCASE_STATS_KEY, sizeof(FASTCASE_STATS_KEY));
 	memcpy(kbuf + sizeof(FASTCASE_STATS_KEY), share, strlen(share) + 1);
 
-	if (tdb_chainlock(cache->tdb, key) != 0) {
+	if (tdb_chainlock(cache->file->tdb, key) != 0) {
 		return EIO;
 	}
 	memset(sum, 0, sizeof(sum));
-	old = tdb_fetch(cache->tdb, key);
+	old = tdb_fetch(cache->file->tdb, key);
 	if (old.dptr != NULL && old.dsize == sizeof(sum)) {
 		memcpy(sum, old.dptr, sizeof(sum));
 	}
@@ -219,51 +345,108 @@ int fastcase_cache_add_counters(struct fastcase_cache *cache,
 	for (i = 0; i < n; i++) {
 		sum[i] += delta[i];
 	}
-	ret = tdb_store(cache->tdb, key, val, TDB_REPLACE);
-	tdb_chainunlock(cache->tdb, key);
+	ret = tdb_store(cache->file->tdb, key, val, TDB_REPLACE);
+	tdb_chainunlock(cache->file->tdb, key);
 	return ret == 0 ? 0 : EIO;
 }
 
 struct tdb_context *fastcase_cache_tdb(struct fastcase_cache *cache)
 {
-	return cache->tdb;
+	return cache->file->tdb;
 }
 
 const char *fastcase_cache_path(struct fastcase_cache *cache)
 {
-	return cache->path;
+	return cache->file->path;
 }
 
 uint64_t fastcase_cache_file_size(struct fastcase_cache *cache)
 {
 	struct stat st;
 
-	if (fstat(tdb_fd(cache->tdb), &st) != 0) {
+	if (fstat(tdb_fd(cache->file->tdb), &st) != 0) {
 		return 0;
 	}
 	return st.st_size;
+}
+
+static int ofd_lock(struct fastcase_cache *cache, short type, off_t start,
+		    off_t len, bool wait)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = start,
+		.l_len = len,
+	};
+	int ret;
+
+	do {
+		ret = fcntl(cache->file->lock_fd, wait ? F_OFD_SETLKW : F_OFD_SETLK,
+			    &fl);
+	} while (ret == -1 && errno == EINTR);
+	if (ret == -1) {
+		return (errno == EAGAIN || errno == EACCES) ? EWOULDBLOCK :
+			errno;
+	}
+	return 0;
+}
+
+static uint32_t dir_lock_slot(const struct fastcase_scope *scope,
+			      const struct fastcase_dir_id *id)
+{
+	uint8_t buf[KEY_BUF];
+	TDB_DATA key = { .dptr = buf };
+
+	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
+	return tdb_jenkins_hash(&key);
 }
 
 int fastcase_cache_dir_lock(struct fastcase_cache *cache,
 			    const struct fastcase_scope *scope,
 			    const struct fastcase_dir_id *id)
 {
-	uint8_t buf[KEY_BUF];
-	TDB_DATA key = { .dptr = buf };
+	uint32_t slot = dir_lock_slot(scope, id);
+	size_t i;
+	int ret;
 
-	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
-	return tdb_chainlock(cache->tdb, key) == 0 ? 0 : EIO;
+	for (i = 0; i < cache->file->num_held; i++) {
+		if (cache->file->held[i].slot == slot) {
+			cache->file->held[i].depth++;
+			return 0;
+		}
+	}
+	if (cache->file->num_held == DIR_LOCKS_HELD_MAX) {
+		return EDEADLK;
+	}
+	/* wait only when holding no other directory's lock */
+	ret = ofd_lock(cache, F_WRLCK, slot, 1, cache->file->num_held == 0);
+	if (ret != 0) {
+		return ret;
+	}
+	cache->file->held[cache->file->num_held].slot = slot;
+	cache->file->held[cache->file->num_held].depth = 1;
+	cache->file->num_held++;
+	return 0;
 }
 
 void fastcase_cache_dir_unlock(struct fastcase_cache *cache,
 			       const struct fastcase_scope *scope,
 			       const struct fastcase_dir_id *id)
 {
-	uint8_t buf[KEY_BUF];
-	TDB_DATA key = { .dptr = buf };
+	uint32_t slot = dir_lock_slot(scope, id);
+	size_t i;
 
-	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
-	tdb_chainunlock(cache->tdb, key);
+	for (i = 0; i < cache->file->num_held; i++) {
+		if (cache->file->held[i].slot != slot) {
+			continue;
+		}
+		if (--cache->file->held[i].depth == 0) {
+			ofd_lock(cache, F_UNLCK, slot, 1, false);
+			cache->file->held[i] = cache->file->held[--cache->file->num_held];
+		}
+		return;
+	}
 }
 
 struct dir_parse_state {
@@ -293,7 +476,7 @@ bool fastcase_cache_dir_get(struct fastcase_cache *cache,
 	struct dir_parse_state state = { .rec = rec, .ok = false };
 
 	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
-	if (tdb_parse_record(cache->tdb, key, dir_parser, &state) != 0) {
+	if (tdb_parse_record(cache->file->tdb, key, dir_parser, &state) != 0) {
 		return false;
 	}
 	return state.ok;
@@ -310,7 +493,7 @@ int fastcase_cache_dir_put(struct fastcase_cache *cache,
 			 .dsize = sizeof(*rec) };
 
 	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
-	return tdb_store(cache->tdb, key, val, TDB_REPLACE) == 0 ? 0 : EIO;
+	return tdb_store(cache->file->tdb, key, val, TDB_REPLACE) == 0 ? 0 : EIO;
 }
 
 void fastcase_cache_dir_forget(struct fastcase_cache *cache,
@@ -321,7 +504,7 @@ void fastcase_cache_dir_forget(struct fastcase_cache *cache,
 	TDB_DATA key = { .dptr = buf };
 
 	key.dsize = dir_key(buf, KEY_TYPE_DIR, scope, id);
-	tdb_delete(cache->tdb, key);
+	tdb_delete(cache->file->tdb, key);
 }
 
 /* A value is one or more non-empty names, each NUL-terminated. */
@@ -376,7 +559,7 @@ int fastcase_cache_entry_parse(struct fastcase_cache *cache,
 	};
 	TDB_DATA k = entry_key(buf, scope, id, gen, key, key_len);
 
-	if (tdb_parse_record(cache->tdb, k, entry_parser, &state) != 0) {
+	if (tdb_parse_record(cache->file->tdb, k, entry_parser, &state) != 0) {
 		return ENOENT;
 	}
 	return state.ret;
@@ -420,7 +603,7 @@ int fastcase_cache_entry_add(struct fastcase_cache *cache,
 		return ret;
 	}
 	k = entry_key(buf, scope, id, gen, key, key_len);
-	old = tdb_fetch(cache->tdb, k);
+	old = tdb_fetch(cache->file->tdb, k);
 	if (old.dptr != NULL && names_well_formed(old.dptr, old.dsize) &&
 	    names_find(old.dptr, old.dsize, name) >= 0) {
 		free(old.dptr);
@@ -430,7 +613,7 @@ int fastcase_cache_entry_add(struct fastcase_cache *cache,
 		free(old.dptr);
 		val = (TDB_DATA) { .dptr = discard_const_p(uint8_t, name),
 				   .dsize = name_len };
-		ret = tdb_store(cache->tdb, k, val, TDB_REPLACE);
+		ret = tdb_store(cache->file->tdb, k, val, TDB_REPLACE);
 		return ret == 0 ? 0 : EIO;
 	}
 	val.dsize = old.dsize + name_len;
@@ -442,7 +625,7 @@ int fastcase_cache_entry_add(struct fastcase_cache *cache,
 	memcpy(val.dptr, old.dptr, old.dsize);
 	memcpy(val.dptr + old.dsize, name, name_len);
 	free(old.dptr);
-	ret = tdb_store(cache->tdb, k, val, TDB_REPLACE);
+	ret = tdb_store(cache->file->tdb, k, val, TDB_REPLACE);
 	free(val.dptr);
 	return ret == 0 ? 0 : EIO;
 }
@@ -464,13 +647,13 @@ int fastcase_cache_entry_remove(struct fastcase_cache *cache,
 		return ret;
 	}
 	k = entry_key(buf, scope, id, gen, key, key_len);
-	old = tdb_fetch(cache->tdb, k);
+	old = tdb_fetch(cache->file->tdb, k);
 	if (old.dptr == NULL) {
 		return 0;
 	}
 	if (!names_well_formed(old.dptr, old.dsize)) {
 		free(old.dptr);
-		return tdb_delete(cache->tdb, k) == 0 ? 0 : EIO;
+		return tdb_delete(cache->file->tdb, k) == 0 ? 0 : EIO;
 	}
 	off = names_find(old.dptr, old.dsize, name);
 	if (off < 0) {
@@ -479,19 +662,19 @@ int fastcase_cache_entry_remove(struct fastcase_cache *cache,
 	}
 	if (old.dsize == name_len) {
 		free(old.dptr);
-		return tdb_delete(cache->tdb, k) == 0 ? 0 : EIO;
+		return tdb_delete(cache->file->tdb, k) == 0 ? 0 : EIO;
 	}
 	memmove(old.dptr + off, old.dptr + off + name_len,
 		old.dsize - off - name_len);
 	old.dsize -= name_len;
-	ret = tdb_store(cache->tdb, k, old, TDB_REPLACE);
+	ret = tdb_store(cache->file->tdb, k, old, TDB_REPLACE);
 	free(old.dptr);
 	return ret == 0 ? 0 : EIO;
 }
 
 static uint64_t usage_get(struct fastcase_cache *cache)
 {
-	TDB_DATA v = tdb_fetch(cache->tdb, string_key(KEY_USAGE));
+	TDB_DATA v = tdb_fetch(cache->file->tdb, string_key(KEY_USAGE));
 	uint64_t usage = 0;
 
 	if (v.dptr != NULL && v.dsize == sizeof(usage)) {
@@ -505,7 +688,7 @@ static void usage_set(struct fastcase_cache *cache, uint64_t usage)
 {
 	TDB_DATA v = { .dptr = (uint8_t *)&usage, .dsize = sizeof(usage) };
 
-	tdb_store(cache->tdb, string_key(KEY_USAGE), v, TDB_REPLACE);
+	tdb_store(cache->file->tdb, string_key(KEY_USAGE), v, TDB_REPLACE);
 }
 
 static void usage_add(struct fastcase_cache *cache, uint64_t bytes)
@@ -517,8 +700,8 @@ static void usage_add(struct fastcase_cache *cache, uint64_t bytes)
  * The cache cannot drop one directory's entries without reading them all,
  * so when it is over its limit it drops everything: every process then
  * finds its directory records gone and rebuilds what it uses. A wrong
- * answer is never possible, only a rebuild. Must be called with no chain
- * lock held, since it locks the whole file.
+ * answer is never possible, only a rebuild. It takes every directory's
+ * lock first, so does nothing while this process holds one.
  */
 void fastcase_cache_trim(struct fastcase_cache *cache)
 {
@@ -527,19 +710,31 @@ void fastcase_cache_trim(struct fastcase_cache *cache)
 	TDB_DATA hdr = { .dptr = (uint8_t *)&format,
 			 .dsize = sizeof(format) };
 
-	if (usage <= cache->max_bytes) {
+	if (usage <= cache->max_bytes || cache->file->num_held > 0) {
+		/* never wait for every directory while holding one */
 		return;
+	}
+	/* every directory's lock: no build or change is half done */
+	if (ofd_lock(cache, F_WRLCK, 0, DIR_LOCK_SPAN, true) != 0) {
+		return;
+	}
+	usage = usage_get(cache);
+	if (usage <= cache->max_bytes) {
+		/* another process trimmed it while we waited */
+		goto done;
 	}
 	DBG_NOTICE("cache %s holds ~%" PRIu64 " bytes, limit %" PRIu64
 		   ": dropping every record\n",
-		   cache->path, usage, cache->max_bytes);
-	if (tdb_wipe_all(cache->tdb) != 0) {
-		DBG_WARNING("cache %s: wipe failed: %s\n", cache->path,
-			    tdb_errorstr(cache->tdb));
-		return;
+		   cache->file->path, usage, cache->max_bytes);
+	if (tdb_wipe_all(cache->file->tdb) != 0) {
+		DBG_WARNING("cache %s: wipe failed: %s\n", cache->file->path,
+			    tdb_errorstr(cache->file->tdb));
+		goto done;
 	}
-	tdb_store(cache->tdb, string_key(KEY_HEADER), hdr, TDB_REPLACE);
+	tdb_store(cache->file->tdb, string_key(KEY_HEADER), hdr, TDB_REPLACE);
 	usage_set(cache, 0);
+done:
+	ofd_lock(cache, F_UNLCK, 0, DIR_LOCK_SPAN, false);
 }
 
 static uint64_t new_generation(void)
@@ -570,11 +765,11 @@ static int build_store_name(struct fastcase_cache *cache,
 	k = entry_key(buf, scope, id, gen, key, key_len);
 	val = (TDB_DATA) { .dptr = discard_const_p(uint8_t, name),
 			   .dsize = strlen(name) + 1 };
-	if (tdb_store(cache->tdb, k, val, TDB_INSERT) == 0) {
+	if (tdb_store(cache->file->tdb, k, val, TDB_INSERT) == 0) {
 		*stored += k.dsize + val.dsize + RECORD_OVERHEAD;
 		return 0;
 	}
-	if (tdb_error(cache->tdb) != TDB_ERR_EXISTS) {
+	if (tdb_error(cache->file->tdb) != TDB_ERR_EXISTS) {
 		return EIO;
 	}
 	/* another name with the same key: rare, so slow is fine */

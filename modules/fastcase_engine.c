@@ -76,6 +76,7 @@ struct fastcase_engine {
 	struct fastcase_dir_state *touched;
 	bool watch_failure_logged;
 	bool build_failure_logged;
+	bool defer_ambiguous;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
 };
@@ -304,6 +305,9 @@ static void revalidate_name(struct fastcase_engine *e,
 	struct stat sb;
 
 	if (fastcase_cache_dir_lock(e->cache, &e->scope, &st->id) != 0) {
+		/* this change may be missing from the records: revalidate
+		 * the directory before trusting them again */
+		st->in_sync = false;
 		return;
 	}
 	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) ||
@@ -567,13 +571,14 @@ static void choose_name(const char *names, size_t names_len,
 static int find_in_records(struct fastcase_engine *e,
 			   struct fastcase_dir_state *st, uint64_t gen,
 			   const char *name, const char *key, size_t key_len,
-			   TALLOC_CTX *mem_ctx, char **found)
+			   TALLOC_CTX *mem_ctx, char **found, bool *ambiguous)
 {
 	struct choose_state cs = { .scope = &e->scope, .name = name };
 	const char *pick;
 	int ret;
 
 	*found = NULL;
+	*ambiguous = false;
 	ret = fastcase_cache_entry_parse(e->cache, &e->scope, &st->id, gen,
 					 key, key_len, choose_name, &cs);
 	if (ret == ENOENT) {
@@ -586,14 +591,18 @@ static int find_in_records(struct fastcase_engine *e,
 	if (pick == NULL) {
 		return 0;
 	}
+	*ambiguous = (cs.exact == NULL && cs.matches > 1);
 	if (cs.matches > 1 && !st->ambiguity_logged) {
 		char path[PATH_MAX];
 
 		DBG_WARNING("share [%s]: %zu names in directory %s fold "
-			    "equal to \"%s\"; answering \"%s\" (exact match, "
-			    "else the smallest in byte order)\n",
+			    "equal to \"%s\"; %s\n",
 			    e->log_name, cs.matches,
-			    dir_path(st->fd, path, sizeof(path)), name, pick);
+			    dir_path(st->fd, path, sizeof(path)), name,
+			    e->defer_ambiguous ?
+			    "smbd's scan answers for such names" :
+			    "answering the exact match, else the smallest "
+			    "in byte order");
 		st->ambiguity_logged = true;
 	}
 	*found = talloc_strdup(mem_ctx, pick);
@@ -677,6 +686,7 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 	struct fastcase_dir_state *st;
 	struct fastcase_dir_id id;
 	struct stat cur;
+	bool ambiguous = false;
 	size_t key_len;
 	int attempt, ret;
 
@@ -703,7 +713,7 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 		}
 		age_stamp(e, st, &rec);
 		ret = find_in_records(e, st, rec.gen, name, key, key_len,
-				      mem_ctx, found);
+				      mem_ctx, found, &ambiguous);
 		if (ret == EINVAL) {
 			char path[PATH_MAX];
 
@@ -725,6 +735,10 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 			TALLOC_FREE(*found);
 			continue;
 		}
+		if (*found != NULL && ambiguous && e->defer_ambiguous) {
+			TALLOC_FREE(*found);
+			goto unknown;
+		}
 		if (*found != NULL) {
 			e->stats.hits++;
 			return FASTCASE_FOUND;
@@ -744,6 +758,7 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 {
 	struct choose_state cs = { .scope = &e->scope, .name = name };
 	struct dirent *de = NULL;
+	bool found_is_legacy = false;
 	DIR *dir = NULL;
 	int fd;
 
@@ -772,10 +787,15 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 		if (pick == NULL) {
 			continue;
 		}
+		/* the ranking of choose_name(), across the entries */
 		if (*found == NULL || cs.exact != NULL ||
-		    strcmp(pick, *found) < 0) {
+		    (found_is_legacy && !cs.best_is_legacy) ||
+		    (found_is_legacy == cs.best_is_legacy &&
+		     strcmp(pick, *found) < 0)) {
 			TALLOC_FREE(*found);
 			*found = talloc_strdup(mem_ctx, pick);
+			found_is_legacy = (cs.exact == NULL &&
+					   cs.best_is_legacy);
 		}
 		if (cs.exact != NULL) {
 			break;
@@ -813,6 +833,7 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 	struct fastcase_dir_state *st;
 	struct fastcase_dir_id id;
 	struct stat cur;
+	bool ambiguous;
 	size_t key_len;
 	char *found = NULL;
 	int ret;
@@ -845,7 +866,7 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 		return 0;
 	}
 	ret = find_in_records(e, st, rec.gen, name, key, key_len,
-			      mem_ctx, &found);
+			      mem_ctx, &found, &ambiguous);
 	if (ret != 0 || found == NULL) {
 		return 0;
 	}
@@ -1024,6 +1045,7 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 		}
 		fastcase_scope_set_legacy(&e->scope, legacy);
 	}
+	e->defer_ambiguous = opts->defer_ambiguous;
 	e->state_limit = opts->watch_limit != 0 ? opts->watch_limit :
 		UNWATCHED_STATE_LIMIT;
 	talloc_set_destructor(e, engine_destructor);

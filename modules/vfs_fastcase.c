@@ -139,6 +139,7 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 		.watch_limit = share->cfg.watch_limit,
 		.log_name = lp_const_servicename(SNUM(handle->conn)),
 		.legacy_charset = share->cfg.legacy_charset,
+		.defer_ambiguous = !share->authoritative,
 	};
 	char *path = NULL;
 	int ret, fd;
@@ -276,6 +277,17 @@ static NTSTATUS fastcase_get_real_filename_at(
 
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return NT_STATUS_INTERNAL_ERROR);
+
+	/*
+	 * A search by an 8.3 mangled name (FIND_FIRST of "ASVML4~Z") asks
+	 * here before it reads the directory, and takes any answer but
+	 * NOT_SUPPORTED as final. No name on disk is spelled like that:
+	 * only smbd's scan, which demangles, can answer.
+	 */
+	if (mangle_is_mangled(name, handle->conn->params)) {
+		return SMB_VFS_NEXT_GET_REAL_FILENAME_AT(
+			handle, dirfsp, name, mem_ctx, found_name);
+	}
 
 	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
 	if (fd == -1) {

@@ -1,0 +1,1574 @@
+/*
+ * vfs_fastcase unit tests: the lookup engine (modules/fastcase_engine.c)
+ *
+ * Real TDB, real directories, real inotify. Other smbd processes are
+ * simulated by "peers": forked processes, each with its own engine on the
+ * same cache file, driven over a pipe. A TDB file can be open only once
+ * per process, so every peer is forked before this process opens its own
+ * engine.
+ *
+ * Copyright (C) vfs_fastcase developers 2026
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 3 of the License, or
+ * (at your option) any later version.
+ */
+
+#include "replace.h"
+#include "system/filesys.h"
+#include "system/time.h"
+#include "lib/util/charset/charset.h"
+#include "lib/util/talloc_stack.h"
+#include "fastcase_cache.h"
+#include "fastcase_engine.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <tdb.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+#include "unit_util.h"
+
+/* How long a peer may take to answer before we call it a hang. */
+#define PEER_TIMEOUT_MS 8000
+
+static const struct fastcase_fold_rules windows_rules = {
+	.mode = FASTCASE_FOLD_WINDOWS,
+};
+
+/* ---- fixture ---------------------------------------------------------- */
+
+#define MAX_PEERS 4
+
+struct peer {
+	pid_t pid;
+	int to, from;
+};
+
+struct fixture {
+	TALLOC_CTX *frame;
+	char *base;
+	char *cache_path;
+	struct peer peers[MAX_PEERS];
+	int npeers;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = talloc_zero(NULL, struct fixture);
+
+	assert_non_null(f);
+	f->frame = talloc_stackframe();
+	f->base = unit_tmpdir(f, "fastcase-unit-engine");
+	assert_non_null(f->base);
+	f->cache_path = talloc_asprintf(f, "%s/fastcase.tdb", f->base);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	int i;
+
+	for (i = 0; i < f->npeers; i++) {
+		if (f->peers[i].pid > 0) {
+			kill(f->peers[i].pid, SIGKILL);
+			waitpid(f->peers[i].pid, NULL, 0);
+			close(f->peers[i].to);
+			close(f->peers[i].from);
+		}
+	}
+	unit_rmtree(f->base);
+	TALLOC_FREE(f->frame);
+	TALLOC_FREE(f);
+	return 0;
+}
+
+static struct fastcase_engine_options options(struct fixture *f,
+					      const struct fastcase_fold_rules
+					      *rules, unsigned watch_limit)
+{
+	return (struct fastcase_engine_options) {
+		.rules = *rules,
+		.cache_path = f->cache_path,
+		.cache_size = 64ULL << 20,
+		.watch_limit = watch_limit,
+		.log_name = "unit",
+	};
+}
+
+static struct fastcase_engine *engine(struct fixture *f,
+				      const struct fastcase_fold_rules *rules,
+				      unsigned watch_limit)
+{
+	struct fastcase_engine_options o = options(f, rules, watch_limit);
+	struct fastcase_engine *e = NULL;
+
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	assert_non_null(e);
+	return e;
+}
+
+static char *path_of(struct fixture *f, const char *rel)
+{
+	return talloc_asprintf(f, "%s/%s", f->base, rel);
+}
+
+static char *make_dir(struct fixture *f, const char *rel)
+{
+	char *p = path_of(f, rel);
+
+	assert_int_equal(mkdir(p, 0755), 0);
+	return p;
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char *p = talloc_asprintf(talloc_tos(), "%s/%s", dir, name);
+	int fd = open(p, O_CREAT | O_EXCL | O_WRONLY, 0644);
+
+	if (fd < 0) {
+		fail_msg("cannot create %s: %s", p, strerror(errno));
+	}
+	close(fd);
+}
+
+static void rm(const char *dir, const char *name)
+{
+	char *p = talloc_asprintf(talloc_tos(), "%s/%s", dir, name);
+
+	assert_int_equal(unlink(p), 0);
+}
+
+static void mv(const char *from_dir, const char *from,
+	       const char *to_dir, const char *to)
+{
+	char *a = talloc_asprintf(talloc_tos(), "%s/%s", from_dir, from);
+	char *b = talloc_asprintf(talloc_tos(), "%s/%s", to_dir, to);
+
+	assert_int_equal(rename(a, b), 0);
+}
+
+static int open_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static const char *result_name(enum fastcase_result r)
+{
+	switch (r) {
+	case FASTCASE_FOUND:
+		return "FOUND";
+	case FASTCASE_NOT_FOUND:
+		return "NOT_FOUND";
+	case FASTCASE_UNKNOWN:
+		return "UNKNOWN";
+	}
+	return "?";
+}
+
+/* expect: NULL for NOT_FOUND, else the name FOUND must give */
+static void expect_lookup_(struct fastcase_engine *e, int dirfd,
+			   const char *name, const char *expect,
+			   const char *file, int line)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	char *found = NULL;
+	enum fastcase_result r;
+
+	r = fastcase_engine_lookup(e, dirfd, name, frame, &found);
+	if (expect == NULL && r != FASTCASE_NOT_FOUND) {
+		fail_msg("%s:%d: lookup \"%s\": %s \"%s\", expected NOT_FOUND",
+			 file, line, unit_hex(name), result_name(r),
+			 r == FASTCASE_FOUND ? unit_hex(found) : "");
+	}
+	if (expect != NULL &&
+	    (r != FASTCASE_FOUND || strcmp(found, expect) != 0)) {
+		fail_msg("%s:%d: lookup \"%s\": %s \"%s\", expected FOUND "
+			 "\"%s\"", file, line, unit_hex(name), result_name(r),
+			 r == FASTCASE_FOUND ? unit_hex(found) : "", unit_hex(expect));
+	}
+	TALLOC_FREE(frame);
+}
+#define expect_lookup(e, fd, name, expect) \
+	expect_lookup_(e, fd, name, expect, __FILE__, __LINE__)
+
+/* ---- peers: other processes with their own engine --------------------- */
+
+enum peer_op {
+	OP_LOOKUP = 1,	/* lookup name in dir: a = result, s = found */
+	OP_CREATE,	/* begin, create if allowed, end: a = begin's
+			   result, b = errno of the create, s = existing */
+	OP_BEGIN,	/* begin only, keep the lock: a = result */
+	OP_MAKE,	/* create the file of the pending begin: a = errno */
+	OP_END,		/* end the pending begin, created = flag */
+	OP_SLOW_CREATE,	/* begin, answer, wait flag ms, create, end,
+			   answer again */
+	OP_QUIT,
+};
+
+struct request {
+	int32_t op;
+	int32_t flag;
+	uint32_t dir_len;
+	uint32_t name_len;
+};
+
+struct reply {
+	int32_t a;
+	int32_t b;
+	uint32_t len;
+	char s[1024];
+};
+
+static bool write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n <= 0) {
+			return false;
+		}
+		p += n;
+		len -= n;
+	}
+	return true;
+}
+
+/* Read len bytes; false on EOF, error or timeout (-1: wait forever). */
+static bool read_all(int fd, void *buf, size_t len, int timeout_ms)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		int ret = poll(&pfd, 1, timeout_ms);
+
+		if (ret < 0 && errno == EINTR) {
+			continue;
+		}
+		if (ret != 1) {
+			return false;
+		}
+		n = read(fd, p, len);
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n <= 0) {
+			return false;
+		}
+		p += n;
+		len -= n;
+	}
+	return true;
+}
+
+static bool send_reply(int fd, int a, int b, const char *s)
+{
+	struct reply r = { .a = a, .b = b };
+
+	if (s != NULL) {
+		r.len = strlen(s);
+		if (r.len >= sizeof(r.s)) {
+			r.len = sizeof(r.s) - 1;
+		}
+		memcpy(r.s, s, r.len);
+	}
+	return write_all(fd, &r, offsetof(struct reply, s)) &&
+	       write_all(fd, r.s, r.len);
+}
+
+static void peer_main(const struct fastcase_engine_options *opts, int in,
+		      int out)
+{
+	struct fastcase_engine *e = NULL;
+	struct fastcase_create op = { .st = NULL };
+	int op_dirfd = -1;
+
+	if (fastcase_engine_create(NULL, opts, &e) != 0) {
+		_exit(20);
+	}
+	for (;;) {
+		TALLOC_CTX *frame = talloc_stackframe();
+		struct request q;
+		char dir[PATH_MAX], name[512];
+		char *found = NULL, *existing = NULL;
+		int dirfd, ret, fd, err;
+
+		if (!read_all(in, &q, sizeof(q), -1) ||
+		    q.dir_len >= sizeof(dir) || q.name_len >= sizeof(name) ||
+		    !read_all(in, dir, q.dir_len, -1) ||
+		    !read_all(in, name, q.name_len, -1)) {
+			_exit(21);
+		}
+		dir[q.dir_len] = '\0';
+		name[q.name_len] = '\0';
+		if (q.op == OP_QUIT) {
+			TALLOC_FREE(e);
+			_exit(0);
+		}
+		if (q.op == OP_MAKE || q.op == OP_END) {
+			dirfd = op_dirfd;
+		} else {
+			dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		}
+		switch (q.op) {
+		case OP_LOOKUP:
+			ret = fastcase_engine_lookup(e, dirfd, name, frame,
+						     &found);
+			send_reply(out, ret, 0,
+				   ret == FASTCASE_FOUND ? found : NULL);
+			close(dirfd);
+			break;
+		case OP_CREATE:
+			ret = fastcase_engine_create_begin(e, dirfd, name, &op,
+							   frame, &existing);
+			err = 0;
+			if (ret == 0) {
+				fd = openat(dirfd, name,
+					    O_CREAT | O_EXCL | O_WRONLY, 0644);
+				err = fd < 0 ? errno : 0;
+				if (fd >= 0) {
+					close(fd);
+				}
+				fastcase_engine_create_end(e, &op, name,
+							   fd >= 0);
+			}
+			send_reply(out, ret, err,
+				   ret == EEXIST ? existing : NULL);
+			close(dirfd);
+			break;
+		case OP_BEGIN:
+			ret = fastcase_engine_create_begin(e, dirfd, name, &op,
+							   frame, &existing);
+			if (ret == 0) {
+				op_dirfd = dirfd;
+			} else {
+				close(dirfd);
+			}
+			send_reply(out, ret, 0,
+				   ret == EEXIST ? existing : NULL);
+			break;
+		case OP_MAKE:
+			fd = openat(dirfd, name, O_CREAT | O_EXCL | O_WRONLY,
+				    0644);
+			err = fd < 0 ? errno : 0;
+			if (fd >= 0) {
+				close(fd);
+			}
+			send_reply(out, err, 0, NULL);
+			break;
+		case OP_END:
+			fastcase_engine_create_end(e, &op, name, q.flag != 0);
+			close(op_dirfd);
+			op_dirfd = -1;
+			send_reply(out, 0, 0, NULL);
+			break;
+		case OP_SLOW_CREATE:
+			ret = fastcase_engine_create_begin(e, dirfd, name, &op,
+							   frame, &existing);
+			send_reply(out, ret, 0,
+				   ret == EEXIST ? existing : NULL);
+			if (ret == 0) {
+				usleep(q.flag * 1000);
+				fd = openat(dirfd, name,
+					    O_CREAT | O_EXCL | O_WRONLY, 0644);
+				if (fd >= 0) {
+					close(fd);
+				}
+				fastcase_engine_create_end(e, &op, name,
+							   fd >= 0);
+			}
+			send_reply(out, 0, 0, NULL);
+			close(dirfd);
+			break;
+		default:
+			_exit(22);
+		}
+		TALLOC_FREE(frame);
+	}
+}
+
+/* Fork a peer with its own engine; before this process opens its own. */
+static struct peer *peer_start(struct fixture *f,
+			       const struct fastcase_fold_rules *rules,
+			       unsigned watch_limit)
+{
+	struct fastcase_engine_options o = options(f, rules, watch_limit);
+	struct peer *p;
+	int to[2], from[2];
+
+	assert_true(f->npeers < MAX_PEERS);
+	p = &f->peers[f->npeers++];
+	assert_int_equal(pipe(to), 0);
+	assert_int_equal(pipe(from), 0);
+	fflush(stdout);
+	fflush(stderr);
+	p->pid = fork();
+	assert_true(p->pid >= 0);
+	if (p->pid == 0) {
+		close(to[1]);
+		close(from[0]);
+		peer_main(&o, to[0], from[1]);
+		_exit(23);
+	}
+	close(to[0]);
+	close(from[1]);
+	p->to = to[1];
+	p->from = from[0];
+	return p;
+}
+
+static void peer_send(struct peer *p, int op, const char *dir,
+		      const char *name, int flag)
+{
+	struct request q = {
+		.op = op, .flag = flag,
+		.dir_len = dir != NULL ? strlen(dir) : 0,
+		.name_len = name != NULL ? strlen(name) : 0,
+	};
+
+	assert_true(write_all(p->to, &q, sizeof(q)));
+	assert_true(write_all(p->to, dir, q.dir_len));
+	assert_true(write_all(p->to, name, q.name_len));
+}
+
+/* false when the peer did not answer in time: it hangs */
+static bool peer_wait(struct peer *p, struct reply *r, int timeout_ms)
+{
+	memset(r, 0, sizeof(*r));
+	if (!read_all(p->from, r, offsetof(struct reply, s), timeout_ms) ||
+	    r->len >= sizeof(r->s) ||
+	    !read_all(p->from, r->s, r->len, timeout_ms)) {
+		return false;
+	}
+	r->s[r->len] = '\0';
+	return true;
+}
+
+static struct reply peer_call(struct peer *p, int op, const char *dir,
+			      const char *name, int flag)
+{
+	struct reply r;
+
+	peer_send(p, op, dir, name, flag);
+	if (!peer_wait(p, &r, PEER_TIMEOUT_MS)) {
+		fail_msg("peer %d gave no answer to op %d on \"%s\" within "
+			 "%d ms: it hangs", (int)p->pid, op, unit_hex(name),
+			 PEER_TIMEOUT_MS);
+	}
+	return r;
+}
+
+static void peer_expect_lookup(struct peer *p, const char *dir,
+			       const char *name, const char *expect)
+{
+	struct reply r = peer_call(p, OP_LOOKUP, dir, name, 0);
+
+	if (expect == NULL && r.a != FASTCASE_NOT_FOUND) {
+		fail_msg("peer lookup \"%s\": %s \"%s\", expected NOT_FOUND",
+			 unit_hex(name), result_name(r.a), unit_hex(r.s));
+	}
+	if (expect != NULL &&
+	    (r.a != FASTCASE_FOUND || strcmp(r.s, expect) != 0)) {
+		fail_msg("peer lookup \"%s\": %s \"%s\", expected FOUND "
+			 "\"%s\"", unit_hex(name), result_name(r.a), unit_hex(r.s),
+			 unit_hex(expect));
+	}
+}
+
+static void peer_quit(struct peer *p)
+{
+	int status;
+
+	peer_send(p, OP_QUIT, "", "", 0);
+	assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	p->pid = 0;
+	close(p->to);
+	close(p->from);
+}
+
+/* ---- lookups and local changes ---------------------------------------- */
+
+static void test_lookup_basic(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	char *dir = make_dir(f, "docs");
+	const struct fastcase_stats *st;
+	int fd, i;
+
+	touch(dir, "Report.docx");
+	for (i = 0; i < 200; i++) {
+		char n[32];
+
+		snprintf(n, sizeof(n), "Other%03d.TXT", i);
+		touch(dir, n);
+	}
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "REPORT.DOCX", "Report.docx");
+	expect_lookup(e, fd, "report.docx", "Report.docx");
+	expect_lookup(e, fd, "Report.docx", "Report.docx");
+	expect_lookup(e, fd, "other123.txt", "Other123.TXT");
+	expect_lookup(e, fd, "Missing.txt", NULL);
+	expect_lookup(e, fd, "Report.doc", NULL);
+	expect_lookup(e, fd, "Report.docx ", NULL);
+	expect_lookup(e, fd, "Other200.txt", NULL);
+
+	st = fastcase_engine_stats(e);
+	assert_int_equal(st->lookups, 8);
+	assert_int_equal(st->hits, 4);
+	assert_int_equal(st->misses, 4);
+	assert_int_equal(st->unknown, 0);
+	assert_int_equal(st->builds, 1);
+	assert_true(fastcase_engine_watch_fd(e) >= 0);
+	close(fd);
+}
+
+/*
+ * Changes made with plain system calls, each checked by the very next
+ * lookup: no sleeps.
+ */
+static void change_sequence(struct fixture *f, struct fastcase_engine *e,
+			    const char *tag, bool watched)
+{
+	char *dir = make_dir(f, tag);
+	char *other = make_dir(f, talloc_asprintf(f, "%s-other", tag));
+	const struct fastcase_stats *st = fastcase_engine_stats(e);
+	uint64_t builds;
+	char *sub, *link;
+	int fd, i;
+
+	touch(dir, "Report.docx");
+	assert_int_equal(mkdir(talloc_asprintf(f, "%s/Sub", dir), 0755), 0);
+	for (i = 0; i < 50; i++) {
+		touch(dir, talloc_asprintf(f, "pad%02d", i));
+	}
+	touch(other, "Moved.txt");
+	fd = open_dir(dir);
+
+	expect_lookup(e, fd, "REPORT.DOCX", "Report.docx");
+	expect_lookup(e, fd, "newfile", NULL);
+	builds = st->builds;
+
+	/* create */
+	touch(dir, "NewFile");
+	expect_lookup(e, fd, "NEWFILE", "NewFile");
+	expect_lookup(e, fd, "NewFile", "NewFile");
+	/* unlink */
+	rm(dir, "NewFile");
+	expect_lookup(e, fd, "newfile", NULL);
+	/* rename within the directory */
+	mv(dir, "Report.docx", dir, "Summary.docx");
+	expect_lookup(e, fd, "REPORT.DOCX", NULL);
+	expect_lookup(e, fd, "summary.DOCX", "Summary.docx");
+	/* case-only rename */
+	mv(dir, "Summary.docx", dir, "SUMMARY.docx");
+	expect_lookup(e, fd, "summary.docx", "SUMMARY.docx");
+	expect_lookup(e, fd, "Summary.docx", "SUMMARY.docx");
+	/* a rename over an existing name */
+	touch(dir, "tmp~");
+	mv(dir, "tmp~", dir, "SUMMARY.docx");
+	expect_lookup(e, fd, "TMP~", NULL);
+	expect_lookup(e, fd, "summary.docx", "SUMMARY.docx");
+	/* replace a subdirectory by one spelled differently */
+	sub = talloc_asprintf(f, "%s/Sub", dir);
+	assert_int_equal(rmdir(sub), 0);
+	expect_lookup(e, fd, "sub", NULL);
+	assert_int_equal(mkdir(talloc_asprintf(f, "%s/sUB", dir), 0755), 0);
+	expect_lookup(e, fd, "Sub", "sUB");
+	expect_lookup(e, fd, "SUB", "sUB");
+	/* moved in from another directory, and out again */
+	mv(other, "Moved.txt", dir, "Moved.txt");
+	expect_lookup(e, fd, "MOVED.TXT", "Moved.txt");
+	mv(dir, "Moved.txt", other, "Moved.txt");
+	expect_lookup(e, fd, "moved.txt", NULL);
+	/* a directory and a symlink */
+	assert_int_equal(mkdir(talloc_asprintf(f, "%s/NewDir", dir), 0755),
+			 0);
+	expect_lookup(e, fd, "NEWDIR", "NewDir");
+	link = talloc_asprintf(f, "%s/Link", dir);
+	assert_int_equal(symlink("/nonexistent/target", link), 0);
+	expect_lookup(e, fd, "link", "Link");
+	assert_int_equal(unlink(link), 0);
+	expect_lookup(e, fd, "LINK", NULL);
+	/* many changes at once */
+	for (i = 0; i < 50; i++) {
+		rm(dir, talloc_asprintf(f, "pad%02d", i));
+		touch(dir, talloc_asprintf(f, "PAD%02d", i));
+	}
+	for (i = 0; i < 50; i++) {
+		expect_lookup(e, fd, talloc_asprintf(f, "pad%02d", i),
+			      talloc_asprintf(f, "PAD%02d", i));
+	}
+
+	if (watched) {
+		/* in sync through inotify: no rebuild was needed */
+		assert_int_equal(st->builds, builds);
+		assert_true(st->events > 0);
+	}
+
+	/* the whole directory replaced by a new one at the same path */
+	{
+		char *old = talloc_asprintf(f, "%s.old", dir);
+		int nfd;
+
+		assert_int_equal(rename(dir, old), 0);
+		assert_int_equal(mkdir(dir, 0755), 0);
+		touch(dir, "Fresh");
+		nfd = open_dir(dir);
+		expect_lookup(e, nfd, "FRESH", "Fresh");
+		expect_lookup(e, nfd, "summary.docx", NULL);
+		/* the old directory, still open, keeps its own names */
+		expect_lookup(e, fd, "summary.docx", "SUMMARY.docx");
+		expect_lookup(e, fd, "fresh", NULL);
+		rm(old, "SUMMARY.docx");
+		expect_lookup(e, fd, "summary.docx", NULL);
+		close(nfd);
+	}
+	close(fd);
+}
+
+/*
+ * Changes right after a lookup, in a tight loop: on file systems with
+ * coarse timestamps a change often lands in the same tick as the stamp
+ * of the records just built, and only the racy-stamp rule catches it.
+ */
+static void tight_loop(struct fixture *f, struct fastcase_engine *e,
+		       const char *tag)
+{
+	char *dir = make_dir(f, tag);
+	int fd = open_dir(dir), i;
+
+	for (i = 0; i < 300; i++) {
+		char up[32], low[32];
+
+		snprintf(up, sizeof(up), "Tight%03d", i);
+		snprintf(low, sizeof(low), "tight%03d", i);
+		expect_lookup(e, fd, low, NULL);
+		touch(dir, up);
+		expect_lookup(e, fd, low, up);
+		if (i % 3 == 0) {
+			rm(dir, up);
+			expect_lookup(e, fd, low, NULL);
+		}
+	}
+	close(fd);
+}
+
+static void test_local_changes_inotify(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+
+	change_sequence(f, e, "watched", true);
+	tight_loop(f, e, "tight-watched");
+}
+
+static void test_local_changes_no_inotify(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 0);
+
+	assert_int_equal(fastcase_engine_watch_fd(e), -1);
+	change_sequence(f, e, "unwatched", false);
+	tight_loop(f, e, "tight-unwatched");
+}
+
+/* More directories than the watch limit: the oldest are dropped, and
+ * answers stay right. */
+static void test_watch_limit_eviction(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 3);
+	struct fastcase_engine *e = NULL;
+	char *dirs[8];
+	int fds[8], round, i;
+
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	for (i = 0; i < 8; i++) {
+		dirs[i] = make_dir(f, talloc_asprintf(f, "d%d", i));
+		touch(dirs[i], talloc_asprintf(f, "File%d", i));
+		fds[i] = open_dir(dirs[i]);
+	}
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < 8; i++) {
+			char *name = talloc_asprintf(f, "New%d-%d", i, round);
+
+			expect_lookup(e, fds[i],
+				      talloc_asprintf(f, "FILE%d", i),
+				      talloc_asprintf(f, "File%d", i));
+			expect_lookup(e, fds[i], name, NULL);
+			touch(dirs[i], name);
+			expect_lookup(e, fds[i], name, name);
+		}
+	}
+	for (i = 0; i < 8; i++) {
+		close(fds[i]);
+	}
+}
+
+/* ---- two engines ------------------------------------------------------ */
+
+static void two_engines(struct fixture *f, unsigned watch_limit)
+{
+	struct peer *p = peer_start(f, &windows_rules, watch_limit);
+	struct fastcase_engine *e = engine(f, &windows_rules, watch_limit);
+	char *dir = make_dir(f, talloc_asprintf(f, "shared%u", watch_limit));
+	struct fastcase_create op;
+	struct reply r;
+	char *existing = NULL;
+	int fd, nfd;
+
+	touch(dir, "Report.docx");
+	fd = open_dir(dir);
+
+	/* both know the directory */
+	expect_lookup(e, fd, "REPORT.DOCX", "Report.docx");
+	peer_expect_lookup(p, dir, "report.DOCX", "Report.docx");
+
+	/* a case variant of an existing name is refused */
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "REPORT.DOCX",
+						      &op, f, &existing),
+			 EEXIST);
+	assert_string_equal(existing, "Report.docx");
+	/* the exact name is left to the kernel */
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "Report.docx",
+						      &op, f, &existing), 0);
+	fastcase_engine_create_end(e, &op, "Report.docx", false);
+
+	/* we create, the peer sees it at once */
+	existing = NULL;
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "NewDoc.txt",
+						      &op, f, &existing), 0);
+	assert_null(existing);
+	nfd = openat(fd, "NewDoc.txt", O_CREAT | O_EXCL | O_WRONLY, 0644);
+	assert_true(nfd >= 0);
+	close(nfd);
+	fastcase_engine_create_end(e, &op, "NewDoc.txt", true);
+	r = peer_call(p, OP_CREATE, dir, "NEWDOC.TXT", 0);
+	assert_int_equal(r.a, EEXIST);
+	assert_string_equal(r.s, "NewDoc.txt");
+	peer_expect_lookup(p, dir, "newdoc.txt", "NewDoc.txt");
+
+	/* the peer creates, we see it at once */
+	r = peer_call(p, OP_CREATE, dir, "Other.txt", 0);
+	assert_int_equal(r.a, 0);
+	assert_int_equal(r.b, 0);
+	expect_lookup(e, fd, "OTHER.TXT", "Other.txt");
+	existing = NULL;
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "other.TXT",
+						      &op, f, &existing),
+			 EEXIST);
+	assert_string_equal(existing, "Other.txt");
+
+	/* a failed create leaves nothing behind */
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "Ghost.txt",
+						      &op, f, &existing), 0);
+	fastcase_engine_create_end(e, &op, "Ghost.txt", false);
+	r = peer_call(p, OP_CREATE, dir, "GHOST.TXT", 0);
+	assert_int_equal(r.a, 0);
+	expect_lookup(e, fd, "ghost.txt", "GHOST.TXT");
+
+	/* the peer holds the directory's lock while it creates: our begin
+	 * waits for it, and then sees the new name */
+	peer_send(p, OP_SLOW_CREATE, dir, "Held.txt", 300);
+	assert_true(peer_wait(p, &r, PEER_TIMEOUT_MS));
+	assert_int_equal(r.a, 0);
+	existing = NULL;
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "HELD.TXT", &op,
+						      f, &existing), EEXIST);
+	assert_string_equal(existing, "Held.txt");
+	assert_true(peer_wait(p, &r, PEER_TIMEOUT_MS));
+
+	/* renames are checked like creates; a case-only rename is fine */
+	existing = NULL;
+	assert_int_equal(fastcase_engine_rename_begin(e, fd, "held.TXT", fd,
+						      "Other.txt", &op, f,
+						      &existing), EEXIST);
+	assert_string_equal(existing, "Held.txt");
+	assert_int_equal(fastcase_engine_rename_begin(e, fd, "OTHER.txt", fd,
+						      "Other.txt", &op, f,
+						      &existing), 0);
+	assert_int_equal(renameat(fd, "Other.txt", fd, "OTHER.txt"), 0);
+	fastcase_engine_create_end(e, &op, "OTHER.txt", true);
+	fastcase_engine_name_changed(e, fd, "Other.txt");
+	expect_lookup(e, fd, "other.txt", "OTHER.txt");
+	peer_expect_lookup(p, dir, "other.txt", "OTHER.txt");
+
+	/* plain unlinks, by us, seen by the peer */
+	assert_int_equal(unlinkat(fd, "OTHER.txt", 0), 0);
+	fastcase_engine_name_changed(e, fd, "OTHER.txt");
+	peer_expect_lookup(p, dir, "other.txt", NULL);
+	expect_lookup(e, fd, "other.txt", NULL);
+
+	peer_quit(p);
+	close(fd);
+}
+
+static void test_two_engines_inotify(void **state)
+{
+	two_engines(*state, 100);
+}
+
+static void test_two_engines_no_inotify(void **state)
+{
+	two_engines(*state, 0);
+}
+
+/* Count the names in dir that strcasecmp_m() calls equal to name. */
+static int count_folding(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		if (strcasecmp_m(de->d_name, name) == 0) {
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+#define RACE_ROUNDS 50
+
+static void test_create_race(void **state)
+{
+	struct fixture *f = *state;
+	struct peer *p = peer_start(f, &windows_rules, 100);
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	char *dir = make_dir(f, "race");
+	int fd = open_dir(dir), round, ours = 0, theirs = 0;
+
+	touch(dir, "seed");
+	expect_lookup(e, fd, "SEED", "seed");
+	peer_expect_lookup(p, dir, "Seed", "seed");
+
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		char mine[32], peer_name[32];
+		struct fastcase_create op;
+		char *existing = NULL;
+		struct reply r;
+		bool created = false;
+		int ret, nfd;
+
+		snprintf(mine, sizeof(mine), "ROUND%02d.TXT", round);
+		snprintf(peer_name, sizeof(peer_name), "round%02d.txt", round);
+		/* the peer starts as soon as it reads this; we start at
+		 * once or a little later, so that either may win */
+		peer_send(p, OP_CREATE, dir, peer_name, 0);
+		if (round % 2 == 1) {
+			usleep((round * 37) % 300);
+		}
+		ret = fastcase_engine_create_begin(e, fd, mine, &op, f,
+						   &existing);
+		if (ret == 0) {
+			nfd = openat(fd, mine, O_CREAT | O_EXCL | O_WRONLY,
+				     0644);
+			created = nfd >= 0;
+			if (nfd >= 0) {
+				close(nfd);
+			}
+			fastcase_engine_create_end(e, &op, mine, created);
+		} else {
+			assert_int_equal(ret, EEXIST);
+			assert_string_equal(existing, peer_name);
+		}
+		if (!peer_wait(p, &r, PEER_TIMEOUT_MS)) {
+			fail_msg("round %d: the peer hangs", round);
+		}
+		if (r.a == EEXIST) {
+			assert_string_equal(r.s, mine);
+		} else {
+			assert_int_equal(r.a, 0);
+			assert_int_equal(r.b, 0);
+		}
+		/* exactly one of the two made a file */
+		if (created == (r.a == 0)) {
+			fail_msg("round %d: we %s, the peer %s", round,
+				 created ? "created" : "did not create",
+				 r.a == 0 ? "created" : "did not create");
+		}
+		if (count_folding(dir, mine) != 1) {
+			fail_msg("round %d: %d names fold equal to %s", round,
+				 count_folding(dir, mine), mine);
+		}
+		if (created) {
+			ours++;
+		} else {
+			theirs++;
+		}
+	}
+	print_message("create race: %d rounds won here, %d by the peer\n",
+		      ours, theirs);
+	peer_quit(p);
+	close(fd);
+}
+
+/*
+ * Two processes each inside a create bracket in a different directory,
+ * each with a queued event for the other's directory: ending the bracket
+ * must not wait for the other process's directory lock (which it holds
+ * until its own end): both would wait forever.
+ */
+static void test_cross_directory_brackets(void **state)
+{
+	struct fixture *f = *state;
+	struct peer *a = peer_start(f, &windows_rules, 100);
+	struct peer *b = peer_start(f, &windows_rules, 100);
+	char *x = make_dir(f, "X");
+	char *y = make_dir(f, "Y");
+	struct reply r;
+	int round;
+
+	for (round = 0; round < 5; round++) {
+		char na[32], nb[32];
+
+		snprintf(na, sizeof(na), "a%d", round);
+		snprintf(nb, sizeof(nb), "b%d", round);
+		/* both watch both directories */
+		peer_expect_lookup(a, x, na, NULL);
+		peer_expect_lookup(a, y, nb, NULL);
+		peer_expect_lookup(b, x, na, NULL);
+		peer_expect_lookup(b, y, nb, NULL);
+
+		r = peer_call(a, OP_BEGIN, x, na, 0);
+		assert_int_equal(r.a, 0);
+		r = peer_call(b, OP_BEGIN, y, nb, 0);
+		assert_int_equal(r.a, 0);
+		r = peer_call(a, OP_MAKE, x, na, 0);
+		assert_int_equal(r.a, 0);
+		r = peer_call(b, OP_MAKE, y, nb, 0);
+		assert_int_equal(r.a, 0);
+		/* both end at once */
+		peer_send(a, OP_END, x, na, 1);
+		peer_send(b, OP_END, y, nb, 1);
+		if (!peer_wait(a, &r, PEER_TIMEOUT_MS) ||
+		    !peer_wait(b, &r, PEER_TIMEOUT_MS)) {
+			fail_msg("round %d: the create brackets deadlocked",
+				 round);
+		}
+		/* and both still answer right, about both directories */
+		peer_expect_lookup(a, x, na, na);
+		peer_expect_lookup(a, y, nb, nb);
+		peer_expect_lookup(b, x, na, na);
+		peer_expect_lookup(b, y, nb, nb);
+	}
+	peer_quit(a);
+	peer_quit(b);
+}
+
+/*
+ * The cache's key layout, as fastcase_cache.c writes it, to pick names
+ * whose entry records hash to the TDB chain of the other directory's
+ * record: a process in a create bracket in X then reads and writes the
+ * chain of Y's directory key and the other way round. Were the directory
+ * locks TDB chain locks, the two brackets would deadlock.
+ */
+static size_t layout_dir_key(uint8_t *buf, char type,
+			     const struct fastcase_scope *scope,
+			     const struct fastcase_dir_id *id)
+{
+	size_t len = 0;
+
+	buf[len++] = type;
+	memcpy(buf + len, scope->tag, scope->tag_len + 1);
+	len += scope->tag_len + 1;
+	memcpy(buf + len, &id->dev, sizeof(id->dev));
+	len += sizeof(id->dev);
+	memcpy(buf + len, &id->ino, sizeof(id->ino));
+	len += sizeof(id->ino);
+	return len;
+}
+
+static unsigned layout_chain(const uint8_t *buf, size_t len)
+{
+	TDB_DATA k = { .dptr = discard_const_p(uint8_t, buf), .dsize = len };
+
+	return tdb_jenkins_hash(&k) % 65521;
+}
+
+static void name_in_chain(const struct fastcase_scope *scope,
+			  const struct fastcase_dir_id *id, uint64_t gen,
+			  unsigned chain, const char *prefix, char *out)
+{
+	uint8_t buf[2 + 64 + 24 + FASTCASE_KEY_MAX];
+	unsigned i;
+
+	for (i = 0; i < 50000000; i++) {
+		char name[64], key[FASTCASE_KEY_MAX];
+		size_t klen, len;
+
+		snprintf(name, sizeof(name), "%s%u", prefix, i);
+		assert_int_equal(fastcase_scope_disk_key(scope, name, key,
+							 &klen), 0);
+		len = layout_dir_key(buf, 'E', scope, id);
+		memcpy(buf + len, &gen, sizeof(gen));
+		len += sizeof(gen);
+		memcpy(buf + len, key, klen);
+		len += klen;
+		if (layout_chain(buf, len) == chain) {
+			strcpy(out, name);
+			return;
+		}
+	}
+	fail_msg("no name found for chain %u", chain);
+}
+
+static void test_brackets_sharing_chains(void **state)
+{
+	struct fixture *f = *state;
+	struct peer *a = peer_start(f, &windows_rules, 100);
+	struct peer *b = peer_start(f, &windows_rules, 100);
+	char *x = make_dir(f, "X");
+	char *y = make_dir(f, "Y");
+	struct fastcase_cache *cache = NULL;
+	struct fastcase_scope scope;
+	struct fastcase_dir_record rx, ry;
+	struct fastcase_dir_id ix, iy;
+	uint8_t buf[128];
+	char na[64], nb[64];
+	struct stat sb;
+	struct reply r;
+	bool b_began;
+
+	/* each builds one directory; neither watches the other's */
+	peer_expect_lookup(a, x, "nothing", NULL);
+	peer_expect_lookup(b, y, "nothing", NULL);
+
+	/* read the generations with a third handle */
+	assert_int_equal(fastcase_cache_open(f, f->cache_path, 64 << 20,
+					     &cache), 0);
+	fastcase_scope_init(&scope, &windows_rules);
+	assert_int_equal(stat(x, &sb), 0);
+	ix = (struct fastcase_dir_id) { .dev = sb.st_dev, .ino = sb.st_ino };
+	assert_int_equal(stat(y, &sb), 0);
+	iy = (struct fastcase_dir_id) { .dev = sb.st_dev, .ino = sb.st_ino };
+	assert_true(fastcase_cache_dir_get(cache, &scope, &ix, &rx));
+	assert_true(fastcase_cache_dir_get(cache, &scope, &iy, &ry));
+	TALLOC_FREE(cache);
+
+	name_in_chain(&scope, &ix, rx.gen,
+		      layout_chain(buf, layout_dir_key(buf, 'D', &scope, &iy)),
+		      "a", na);
+	name_in_chain(&scope, &iy, ry.gen,
+		      layout_chain(buf, layout_dir_key(buf, 'D', &scope, &ix)),
+		      "b", nb);
+
+	r = peer_call(a, OP_BEGIN, x, na, 0);
+	assert_int_equal(r.a, 0);
+	peer_send(b, OP_BEGIN, y, nb, 0);
+	b_began = peer_wait(b, &r, 1000);
+	if (b_began) {
+		assert_int_equal(r.a, 0);
+	} else {
+		/* b waits for a chain a holds: fine if a can finish */
+		print_message("the second bracket waits for the first\n");
+	}
+	r = peer_call(a, OP_MAKE, x, na, 0);
+	assert_int_equal(r.a, 0);
+	peer_send(a, OP_END, x, na, 1);
+	if (!peer_wait(a, &r, PEER_TIMEOUT_MS)) {
+		fail_msg("create brackets in two directories deadlocked "
+			 "on TDB chains");
+	}
+	if (!b_began) {
+		if (!peer_wait(b, &r, PEER_TIMEOUT_MS)) {
+			fail_msg("the second bracket never began");
+		}
+		assert_int_equal(r.a, 0);
+	}
+	r = peer_call(b, OP_MAKE, y, nb, 0);
+	assert_int_equal(r.a, 0);
+	r = peer_call(b, OP_END, y, nb, 1);
+	peer_expect_lookup(a, x, na, na);
+	peer_expect_lookup(b, y, nb, nb);
+	peer_quit(a);
+	peer_quit(b);
+}
+
+/* ---- which name wins -------------------------------------------------- */
+
+static void expect_scan(struct fastcase_engine *e, int fd, const char *name,
+			const char *expect)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	char *found = NULL;
+	enum fastcase_result r = fastcase_engine_scan(e, fd, name, frame,
+						      &found);
+
+	if (expect == NULL ? r != FASTCASE_NOT_FOUND :
+	    (r != FASTCASE_FOUND || strcmp(found, expect) != 0)) {
+		fail_msg("scan \"%s\": %s \"%s\", expected %s", unit_hex(name),
+			 result_name(r), r == FASTCASE_FOUND ? unit_hex(found) : "",
+			 expect != NULL ? unit_hex(expect) : "NOT_FOUND");
+	}
+	TALLOC_FREE(frame);
+}
+
+static void test_several_names_fold_equal(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	char *dir = make_dir(f, "dups");
+	const char *queries[][2] = {
+		{ "abc", "abc" },
+		{ "ABC", "ABC" },
+		{ "Abc", "Abc" },
+		{ "aBC", "ABC" },
+		{ "abC", "ABC" },
+		{ "ABc", "ABC" },
+	};
+	int fd;
+	size_t i;
+
+	/* created in an order unlike byte order */
+	touch(dir, "abc");
+	touch(dir, "Abc");
+	touch(dir, "ABC");
+	fd = open_dir(dir);
+	for (i = 0; i < ARRAY_SIZE(queries); i++) {
+		expect_lookup(e, fd, queries[i][0], queries[i][1]);
+		expect_scan(e, fd, queries[i][0], queries[i][1]);
+	}
+	rm(dir, "ABC");
+	expect_lookup(e, fd, "aBC", "Abc");
+	expect_scan(e, fd, "aBC", "Abc");
+	expect_lookup(e, fd, "ABC", "Abc");
+	rm(dir, "Abc");
+	expect_lookup(e, fd, "ABC", "abc");
+	rm(dir, "abc");
+	expect_lookup(e, fd, "ABC", NULL);
+	expect_scan(e, fd, "ABC", NULL);
+	close(fd);
+}
+
+/*
+ * Deferring, as the glue does for smbd's own rule: with several names
+ * folding equal and none exact, the lookup is smbd's to answer (it picks
+ * the first in directory order, and a search lists them all).
+ */
+static void test_several_names_fold_equal_deferred(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "dups");
+	char *found = NULL;
+	int fd;
+
+	o.defer_ambiguous = true;
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	touch(dir, "abc");
+	touch(dir, "ABC");
+	fd = open_dir(dir);
+	assert_int_equal(fastcase_engine_lookup(e, fd, "aBC", f, &found),
+			 FASTCASE_UNKNOWN);
+	assert_null(found);
+	expect_lookup(e, fd, "ABC", "ABC");
+	expect_lookup(e, fd, "missing", NULL);
+	rm(dir, "ABC");
+	expect_lookup(e, fd, "aBC", "abc");
+	close(fd);
+}
+
+static void test_invalid_utf8_on_disk(void **state)
+{
+	struct fixture *f = *state;
+	const struct fastcase_fold_rules unicode = {
+		.mode = FASTCASE_FOLD_UNICODE,
+	};
+	struct fastcase_engine *w = engine(f, &windows_rules, 100);
+	char *dir = make_dir(f, "latin1");
+	const char *queries[] = {
+		"caf\xe9", "CAF\xe9", "Caf\xe9", "caf\xc9", "caf\xc3\xa9",
+		"CAF\xc3\x89", "a\xff", "A\xff", "a\xfe", "\xc0\xaf",
+		"report.txt", "REPORT.TXT", "other", "x\xc3",
+	};
+	int fd;
+	size_t i;
+
+	touch(dir, "caf\xe9");
+	touch(dir, "a\xff");
+	touch(dir, "\xc0\xaf");
+	touch(dir, "Report.txt");
+	touch(dir, "x\xc3");
+	fd = open_dir(dir);
+
+	/* windows: exactly what strcasecmp_m says about each on-disk name */
+	for (i = 0; i < ARRAY_SIZE(queries); i++) {
+		const char *disk[] = {
+			"caf\xe9", "a\xff", "\xc0\xaf", "Report.txt", "x\xc3",
+		};
+		const char *expect = NULL;
+		size_t j;
+
+		for (j = 0; j < ARRAY_SIZE(disk); j++) {
+			if (strcmp(queries[i], disk[j]) == 0) {
+				expect = disk[j];
+				break;
+			}
+			if (expect == NULL &&
+			    strcasecmp_m(queries[i], disk[j]) == 0) {
+				expect = disk[j];
+			}
+		}
+		expect_lookup(w, fd, queries[i], expect);
+		expect_scan(w, fd, queries[i], expect);
+	}
+	/* spelled out */
+	expect_lookup(w, fd, "caf\xe9", "caf\xe9");
+	expect_lookup(w, fd, "REPORT.TXT", "Report.txt");
+	expect_lookup(w, fd, "caf\xc3\xa9", NULL);
+	TALLOC_FREE(w);
+
+	/* unicode: invalid names match byte for byte only */
+	{
+		struct fastcase_engine *u = engine(f, &unicode, 100);
+
+		expect_lookup(u, fd, "caf\xe9", "caf\xe9");
+		expect_lookup(u, fd, "CAF\xe9", NULL);
+		expect_lookup(u, fd, "a\xff", "a\xff");
+		expect_lookup(u, fd, "A\xff", NULL);
+		expect_lookup(u, fd, "a\xfe", NULL);
+		expect_lookup(u, fd, "report.TXT", "Report.txt");
+		expect_lookup(u, fd, "caf\xc3\xa9", NULL);
+		expect_scan(u, fd, "CAF\xe9", NULL);
+		expect_scan(u, fd, "caf\xe9", "caf\xe9");
+	}
+	close(fd);
+}
+
+/* ---- the scan agrees with the cache ----------------------------------- */
+
+static void compare_scan_and_lookup(struct fastcase_engine *e, int fd,
+				    const char *rules_name,
+				    const char *const *queries, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		TALLOC_CTX *frame = talloc_stackframe();
+		char *by_lookup = NULL, *by_scan = NULL;
+		enum fastcase_result rl, rs;
+
+		rl = fastcase_engine_lookup(e, fd, queries[i], frame,
+					    &by_lookup);
+		rs = fastcase_engine_scan(e, fd, queries[i], frame, &by_scan);
+		if (rl != rs ||
+		    (rl == FASTCASE_FOUND && strcmp(by_lookup, by_scan) != 0)) {
+			fail_msg("%s, \"%s\": lookup %s \"%s\", scan %s \"%s\"",
+				 rules_name, unit_hex(queries[i]), result_name(rl),
+				 rl == FASTCASE_FOUND ? unit_hex(by_lookup) : "",
+				 result_name(rs),
+				 rs == FASTCASE_FOUND ? unit_hex(by_scan) : "");
+		}
+		assert_int_not_equal(rl, FASTCASE_UNKNOWN);
+		TALLOC_FREE(frame);
+	}
+}
+
+static void test_scan_matches_lookup(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const on_disk[] = {
+		"Stra\xc3\x9f" "e.txt", "STRASSE.TXT", "\xe2\x84\xaa" "elvin",
+		"e\xcc\x81t\xc3\xa9", "\xc4\xb0stanbul", "D\xc4\xb1yar",
+		"abc", "ABC", "Abc", "caf\xe9", "\xc3\x9cn\xc3\xaf" "c\xc3\xb6"
+		"d\xc3\xa9", "\xce\xa3\xcf\x8d\xce\xb3\xce\xba\xcf\x81\xce\xb9"
+		"\xcf\x83\xce\xb7", "\xef\xac\x81le", "MIXED.case",
+	};
+	static const char *const queries[] = {
+		"strasse.txt", "STRASSE.TXT", "stra\xc3\x9f" "e.TXT",
+		"Stra\xc3\x9f" "e.txt", "kelvin", "KELVIN", "\xe2\x84\xaa"
+		"ELVIN", "\xc3\xa9t\xc3\xa9", "\xc3\x89T\xc3\x89",
+		"e\xcc\x81t\xc3\xa9", "istanbul", "ISTANBUL",
+		"\xc4\xb0STANBUL", "i\xcc\x87stanbul", "d\xc4\xb1yar", "DIYAR",
+		"diyar", "D\xc4\xb0YAR", "abc", "aBc", "ABC", "Abc",
+		"caf\xe9", "CAF\xe9", "caf\xc3\xa9", "\xc3\xbcn\xc3\xaf" "c\xc3\xb6"
+		"d\xc3\xa9", "\xc3\x9cN\xc3\x8f" "C\xc3\x96" "D\xc3\x89",
+		"\xcf\x83\xcf\x8d\xce\xb3\xce\xba\xcf\x81\xce\xb9\xcf\x83\xce"
+		"\xb7", "\xce\xa3\xce\xa5\xce\x93\xce\x9a\xce\xa1\xce\x99\xce"
+		"\xa3\xce\x97", "FILE", "file", "mixed.CASE", "missing",
+		"\xc0\xaf", "x\xff",
+	};
+	const struct {
+		const char *name;
+		struct fastcase_fold_rules rules;
+	} rules[] = {
+		{ "unicode", { .mode = FASTCASE_FOLD_UNICODE } },
+		{ "unicode nfc", { .mode = FASTCASE_FOLD_UNICODE,
+				   .normalize = FASTCASE_NORMALIZE_NFC } },
+		{ "unicode tr", { .mode = FASTCASE_FOLD_UNICODE,
+				  .language = "tr" } },
+		{ "unicode tr nfc", { .mode = FASTCASE_FOLD_UNICODE,
+				      .normalize = FASTCASE_NORMALIZE_NFC,
+				      .language = "tr" } },
+		{ "windows", { .mode = FASTCASE_FOLD_WINDOWS } },
+		{ "windows nfc", { .mode = FASTCASE_FOLD_WINDOWS,
+				   .normalize = FASTCASE_NORMALIZE_NFC } },
+	};
+	char *dir = make_dir(f, "scan");
+	size_t i;
+	int fd;
+
+	for (i = 0; i < ARRAY_SIZE(on_disk); i++) {
+		touch(dir, on_disk[i]);
+	}
+	fd = open_dir(dir);
+	for (i = 0; i < ARRAY_SIZE(rules); i++) {
+		struct fastcase_engine *e = engine(f, &rules[i].rules, 100);
+
+		compare_scan_and_lookup(e, fd, rules[i].name, queries,
+					ARRAY_SIZE(queries));
+		/* and once more after changes */
+		touch(dir, talloc_asprintf(f, "File%zu", i));
+		compare_scan_and_lookup(e, fd, rules[i].name, queries,
+					ARRAY_SIZE(queries));
+		TALLOC_FREE(e);
+	}
+	/* spot checks of what the unicode answers are */
+	{
+		const struct fastcase_fold_rules u = {
+			.mode = FASTCASE_FOLD_UNICODE,
+		};
+		struct fastcase_engine *e = engine(f, &u, 100);
+
+		expect_lookup(e, fd, "strasse.txt", "STRASSE.TXT");
+		expect_lookup(e, fd, "stra\xc3\x9f" "e.TXT", "STRASSE.TXT");
+		expect_lookup(e, fd, "Stra\xc3\x9f" "e.txt",
+			      "Stra\xc3\x9f" "e.txt");
+		expect_lookup(e, fd, "KELVIN", "\xe2\x84\xaa" "elvin");
+		expect_lookup(e, fd, "\xc3\xa9t\xc3\xa9", NULL);
+		TALLOC_FREE(e);
+	}
+	close(fd);
+}
+
+/*
+ * With a legacy charset, names stored in UTF-8 outrank decoded legacy
+ * names; the scan must rank them the same way. The queries are UTF-8, as
+ * smbd sends them (a raw legacy spelling as the query is not keyed by its
+ * decoding in lookups, so the two differ there; smbd never asks that).
+ */
+static void test_scan_matches_lookup_legacy(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "legacy");
+	static const char *const queries[] = {
+		"Caf\xc3\xa9", "CAF\xc3\x89", "caf\xc3\xa9", "na\xc3\xafve",
+		"NA\xc3\x8fVE", "Na\xc3\xafVe", "plain", "PLAIN", "caf",
+	};
+	int fd;
+
+	/* "CAFÉ" in ISO-8859-1 sorts before "café" in UTF-8 */
+	touch(dir, "CAF\xc9");
+	touch(dir, "caf\xc3\xa9");
+	touch(dir, "na\xefve");
+	touch(dir, "Plain");
+	fd = open_dir(dir);
+	o.legacy_charset = "ISO-8859-1";
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	compare_scan_and_lookup(e, fd, "windows, ISO-8859-1", queries,
+				ARRAY_SIZE(queries));
+	expect_lookup(e, fd, "Caf\xc3\xa9", "caf\xc3\xa9");
+	expect_scan(e, fd, "Caf\xc3\xa9", "caf\xc3\xa9");
+	/* a legacy name is given under its UTF-8 spelling */
+	expect_lookup(e, fd, "NA\xc3\x8fVE", "na\xc3\xafve");
+	close(fd);
+}
+
+/* ---- broken caches ---------------------------------------------------- */
+
+struct find_state {
+	const char *value;
+	TDB_DATA key;
+	unsigned found;
+};
+
+static int find_fn(struct tdb_context *tdb, TDB_DATA key, TDB_DATA val,
+		   void *private_data)
+{
+	struct find_state *s = private_data;
+
+	if (key.dsize > 0 && key.dptr[0] == 'E' &&
+	    val.dsize == strlen(s->value) + 1 &&
+	    memcmp(val.dptr, s->value, val.dsize) == 0) {
+		s->found++;
+		s->key.dptr = malloc(key.dsize);
+		memcpy(s->key.dptr, key.dptr, key.dsize);
+		s->key.dsize = key.dsize;
+	}
+	return 0;
+}
+
+/* Another process writes garbage over the record of one name. */
+static void test_corrupt_record_from_another_process(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e;
+	char *dir = make_dir(f, "corrupt");
+	int go[2], done[2], status, fd;
+	pid_t pid;
+
+	touch(dir, "Report.docx");
+	touch(dir, "Other.txt");
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(done), 0);
+	fflush(stdout);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct fastcase_cache *cache = NULL;
+		struct find_state s = { .value = "Report.docx" };
+		TDB_DATA junk = { .dptr = (uint8_t *)"\0junk",
+				  .dsize = 5 };
+		char c;
+
+		if (read(go[0], &c, 1) != 1 ||
+		    fastcase_cache_open(NULL, f->cache_path, 64 << 20,
+					&cache) != 0 ||
+		    tdb_traverse(fastcase_cache_tdb(cache), find_fn, &s) < 0 ||
+		    s.found != 1 ||
+		    tdb_store(fastcase_cache_tdb(cache), s.key, junk,
+			      TDB_REPLACE) != 0) {
+			_exit(1);
+		}
+		TALLOC_FREE(cache);
+		_exit(write(done[1], "x", 1) == 1 ? 0 : 2);
+	}
+	e = engine(f, &windows_rules, 100);
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "REPORT.DOCX", "Report.docx");
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* the malformed record is dropped and the directory rebuilt */
+	expect_lookup(e, fd, "report.docx", "Report.docx");
+	expect_lookup(e, fd, "OTHER.TXT", "Other.txt");
+	expect_lookup(e, fd, "missing", NULL);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+	close(fd);
+}
+
+static void test_unusable_cache(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	struct fastcase_engine *e = NULL;
+	struct fastcase_create op;
+	char *dir = make_dir(f, "nocache");
+	char *existing = NULL, *found = NULL;
+	int fd;
+
+	/* a directory where the cache file should be */
+	o.cache_path = make_dir(f, "not-a-file");
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	touch(dir, "Report.docx");
+	fd = open_dir(dir);
+	assert_int_equal(fastcase_engine_lookup(e, fd, "REPORT.DOCX", f,
+						&found), FASTCASE_UNKNOWN);
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "report.docx",
+						      &op, f, &existing), 0);
+	fastcase_engine_create_end(e, &op, "report.docx", false);
+	/* the scan needs no cache */
+	expect_scan(e, fd, "REPORT.DOCX", "Report.docx");
+	assert_int_equal(fastcase_engine_watch_fd(e), -1);
+	close(fd);
+}
+
+/*
+ * A second engine on the same cache file in the same process (one smbd
+ * serving two shares): TDB refuses a second open of one file in a process,
+ * so the engines share the open file and both answer from the cache, also
+ * after the first is gone.
+ */
+static void test_second_engine_same_process(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e1 = engine(f, &windows_rules, 100);
+	struct fastcase_engine *e2 = engine(f, &windows_rules, 100);
+	char *dir = make_dir(f, "twice");
+	const char *queries[][2] = {
+		{ "REPORT.DOCX", "Report.docx" },
+		{ "missing", NULL },
+	};
+	size_t i;
+	int fd;
+
+	touch(dir, "Report.docx");
+	fd = open_dir(dir);
+	expect_lookup(e1, fd, "REPORT.DOCX", "Report.docx");
+	/* two shares of one smbd process share the file, not give it up */
+	for (i = 0; i < ARRAY_SIZE(queries); i++) {
+		char *found = NULL;
+		enum fastcase_result r = fastcase_engine_lookup(
+			e2, fd, queries[i][0], f, &found);
+
+		if (queries[i][1] == NULL) {
+			assert_int_equal(r, FASTCASE_NOT_FOUND);
+		} else {
+			assert_int_equal(r, FASTCASE_FOUND);
+			assert_string_equal(found, queries[i][1]);
+		}
+	}
+	TALLOC_FREE(e1);
+	expect_lookup(e2, fd, "report.docx", "Report.docx");
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+		T(test_lookup_basic),
+		T(test_local_changes_inotify),
+		T(test_local_changes_no_inotify),
+		T(test_watch_limit_eviction),
+		T(test_two_engines_inotify),
+		T(test_two_engines_no_inotify),
+		T(test_create_race),
+		T(test_cross_directory_brackets),
+		T(test_brackets_sharing_chains),
+		T(test_several_names_fold_equal),
+		T(test_several_names_fold_equal_deferred),
+		T(test_invalid_utf8_on_disk),
+		T(test_scan_matches_lookup),
+		T(test_scan_matches_lookup_legacy),
+		T(test_corrupt_record_from_another_process),
+		T(test_unusable_cache),
+		T(test_second_engine_same_process),
+#undef T
+	};
+
+	/* a peer that dies must not kill us through a closed pipe */
+	signal(SIGPIPE, SIG_IGN);
+	cmocka_set_message_output(CM_OUTPUT_STDOUT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

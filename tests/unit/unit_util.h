@@ -1,0 +1,29 @@
+/*
+ * vfs_fastcase: helpers shared by the unit tests
+ *
+ * Copyright (C) vfs_fastcase developers 2026
+ *
+ * This program is free software; you can redistribute it and/or modify
+ * it under the terms of the GNU General Public License as published by
+ * the Free Software Foundation; either version 3 of the License, or
+ * (at your option) any later version.
+ */
+
+#ifndef _FASTCASE_UNIT_UTIL_H_
+#define _FASTCASE_UNIT_UTIL_H_
+
+#include <talloc.h>
+
+/* A fresh directory /tmp/<prefix>-XXXXXX, allocated on mem_ctx. */
+char *unit_tmpdir(TALLOC_CTX *mem_ctx, const char *prefix);
+
+/* Remove a directory tree made by the tests; symlinks are not followed. */
+void unit_rmtree(const char *path);
+
+/*
+ * A name printable in a failure message: bytes outside ASCII as \xNN. The
+ * result lives until four more calls, enough for one message.
+ */
+const char *unit_hex(const char *s);
+
+#endif /* _FASTCASE_UNIT_UTIL_H_ */
