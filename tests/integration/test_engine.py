@@ -5,10 +5,12 @@ by other connections seen at once; atomic case-variant creates; each fold
 mode end to end.
 """
 
+import json
 import multiprocessing
 import os
 import shutil
 import subprocess
+import time
 import unicodedata
 
 from samba import NTSTATUSError
@@ -134,6 +136,42 @@ class WrongCaseOperations(EngineTestCase):
         doc = json.loads(r.stdout)
         self.assertGreaterEqual(doc['shares']['fc']['hits'], 50)
         self.assertGreaterEqual(doc['shares']['fc']['builds'], 1)
+
+
+class TwoSharesOneProcess(EngineTestCase):
+    """A client that maps two fastcase shares uses one connection, so one
+    smbd process serves both, on one cache file."""
+    shares = {'fc': dict(FASTCASE), 'fc2': dict(FASTCASE)}
+
+    def stats(self):
+        stat_tool = os.path.join(os.environ['FASTCASE_BUILD'],
+                                 'fastcase-stat')
+        r = subprocess.run([stat_tool, '--json', self.smbd.cache_file],
+                           capture_output=True, text=True, check=True)
+        return json.loads(r.stdout)['shares']
+
+    def test_both_shares_answer_from_the_cache(self):
+        names = ['Name%02d.txt' % i for i in range(20)]
+        for share in ('fc', 'fc2'):
+            os.makedirs(self.local(share, 'two'), exist_ok=True)
+            self.fill(share, 'two', names)
+        gets = ';'.join('get two\\%s /dev/null' % n.upper() for n in names)
+        r = self.smbclient('fc', '%s; tcon fc2; %s; get two\\missing '
+                           '/dev/null' % (gets, gets))
+        self.assertNotIn('NT_STATUS_OBJECT_NAME_NOT_FOUND opening remote '
+                         'file \\two\\NAME', r.stdout + r.stderr)
+        self.assertIn('NT_STATUS_OBJECT_NAME_NOT_FOUND', r.stdout + r.stderr)
+        # counters reach the file when the connection ends
+        for _ in range(50):
+            shares = self.stats()
+            if 'fc' in shares and 'fc2' in shares:
+                break
+            time.sleep(0.1)
+        for share in ('fc', 'fc2'):
+            self.assertGreaterEqual(shares[share]['hits'], len(names),
+                                    share)
+        self.assertEqual(shares['fc2']['unknown'], 0)
+        self.assertGreaterEqual(shares['fc2']['misses'], 1)
 
 
 def _race_child(conf_fn, share, path, barrier, results):
