@@ -25,8 +25,8 @@
  *   racy stamp is never trusted by a process that was not watching.
  *
  * Every change to the records of one directory is made under that
- * directory's TDB chain lock; lookups take no lock and re-read the
- * directory record afterwards to detect a rebuild in between.
+ * directory's lock (fastcase_cache_dir_lock()); lookups take no lock and
+ * re-read the directory record afterwards to detect a rebuild in between.
  */
 
 #include "replace.h"

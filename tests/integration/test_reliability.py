@@ -7,6 +7,7 @@ limit, long names and paths. Whatever happens, clients get correct answers.
 FASTCASE_STRESS_SECONDS makes the storm longer (./waf stress).
 """
 
+import json
 import multiprocessing
 import os
 import random
@@ -363,6 +364,60 @@ class Limits(SmbdTestCase):
         smb = '\\'.join([d] + [p.upper() for p in parts] + ['LEAF.TXT'])
         self.assertGreater(len(smb), 3900)
         self.assertEqual(c.loadfile(smb), b'leaf')
+
+
+class MillionEntries(SmbdTestCase):
+    """A directory of 1,000,000 entries: wrong-case opens, misses, an
+    exact-name search, creates and collisions answer correctly, from the
+    cache (default size limit), and a local change is seen at once."""
+    shares = {'fc': dict(FASTCASE)}
+    ENTRIES = 1000000
+
+    def test_million_entries(self):
+        d = self.fresh_dir('fc')
+        fd = os.open(self.local('fc', d), os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(self.ENTRIES):
+            os.close(os.open('Entry_%07d.dat' % i,
+                             os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+        os.close(fd)
+        c = self.conn('fc')
+        for i in (0, 1, 499999, 999999):
+            self.assertEqual(c.loadfile(d + '\ENTRY_%07d.DAT' % i), b'')
+        with self.assertRaises(NTSTATUSError) as cm:
+            c.loadfile(d + '\entry_%07d.dat' % self.ENTRIES)
+        self.assertEqual(status_of(cm.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
+        self.assertEqual([e['name'] for e in
+                          c.list(d, mask='entry_0123456.DAT')],
+                         ['Entry_0123456.dat'])
+        with self.assertRaises(NTSTATUSError) as cm:
+            c.create(d + '\ENTRY_0000007.DAT', DesiredAccess=READ_WRITE,
+                     ShareAccess=SHARE_ALL, CreateDisposition=FILE_CREATE)
+        self.assertEqual(status_of(cm.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
+        c.close(c.create(d + '\New_Entry.dat', DesiredAccess=READ_WRITE,
+                         ShareAccess=SHARE_ALL,
+                         CreateDisposition=FILE_CREATE))
+        self.assertTrue(os.path.exists(self.local('fc', d, 'New_Entry.dat')))
+        os.rename(self.local('fc', d, 'Entry_0000042.dat'),
+                  self.local('fc', d, 'Moved_0000042.dat'))
+        self.assertEqual(c.loadfile(d + '\MOVED_0000042.DAT'), b'')
+        with self.assertRaises(NTSTATUSError):
+            c.loadfile(d + '\ENTRY_0000042.DAT')
+        del c
+        stat_tool = os.path.join(os.environ['FASTCASE_BUILD'],
+                                 'fastcase-stat')
+        for _ in range(50):
+            r = subprocess.run([stat_tool, '--json', self.smbd.cache_file],
+                               capture_output=True, text=True)
+            if '"fc"' in r.stdout:
+                break
+            time.sleep(0.1)
+        fc = json.loads(r.stdout)['shares']['fc']
+        # one build; every answer came from the cache, none from a scan
+        self.assertEqual(fc['too_big'], 0)
+        self.assertGreaterEqual(fc['hits'], 6)
+        self.assertGreaterEqual(fc['misses'], 2)
 
 
 class TallocPerRequest(SmbdTestCase):
