@@ -43,7 +43,8 @@ UNIT_TESTS = ['test_fold', 'test_params', 'test_cache', 'test_engine']
 def options(opt):
 	opt.load('compiler_c')
 	opt.add_option('--quick', action='store_true', default=False,
-		       help='bench: a short run for development')
+		       help='bench: a short run for development, reported '
+		       'in build/bench/ instead of docs/')
 	opt.add_option('--sanitize', action='store_true', default=False,
 		       help='configure: build with ASan and UBSan')
 	opt.add_option('--filter', action='store', default='',
@@ -143,6 +144,8 @@ def build(bld):
 		bld.add_post_fun(run_stress)
 	elif bld.cmd == 'torture':
 		bld.add_post_fun(run_torture)
+	elif bld.cmd == 'bench':
+		bld.add_post_fun(run_bench)
 
 
 MANPAGES_XSL = ('/usr/share/xml/docbook/stylesheet/docbook-xsl/'
@@ -392,4 +395,33 @@ def run_torture(bld):
 class TortureContext(Build.BuildContext):
 	'''build, then smbtorture: stock against fastcase, side by side'''
 	cmd = 'torture'
+	fun = 'build'
+
+
+def run_bench(bld):
+	"""The three configurations side by side (tests/bench/bench.py). The
+	full run writes docs/PERFORMANCE.md and docs/performance.png, --quick
+	writes them to build/bench/; the raw results go to build/bench/ either
+	way. FASTCASE_BENCH_ARGS adds options of bench.py (--sizes, ...)."""
+	top_dir = bld.path.abspath()
+	out_dir = bld.bldnode.abspath()
+	cmd = ['/usr/bin/python3', os.path.join(top_dir, 'tests/bench/bench.py'),
+	       '--build', out_dir]
+	command = './waf bench'
+	if Options.options.quick:
+		cmd += ['--quick', '--out', os.path.join(out_dir, 'bench')]
+		command += ' --quick'
+	else:
+		cmd += ['--out', os.path.join(top_dir, 'docs')]
+	extra = os.environ.get('FASTCASE_BENCH_ARGS', '').split()
+	if extra:
+		command = 'FASTCASE_BENCH_ARGS="%s" %s' % (' '.join(extra), command)
+	cmd += extra + ['--command', command]
+	if _run(cmd):
+		raise Errors.WafError('bench run failed')
+
+
+class BenchContext(Build.BuildContext):
+	'''build, then benchmark stock, fastcase and case sensitive = yes'''
+	cmd = 'bench'
 	fun = 'build'
