@@ -31,13 +31,16 @@
 #include "fastcase_fold.h"
 
 /* Version of the record layout, kept in the file's header record. */
-#define FASTCASE_CACHE_FORMAT 1
+#define FASTCASE_CACHE_FORMAT 2
 
 #define FASTCASE_DIR_MAGIC 0x46434431 /* "FCD1" */
 
 enum fastcase_dir_flags {
 	FASTCASE_DIR_COMPLETE = 0x1,	/* every name is in the cache */
 	FASTCASE_DIR_TOO_BIG = 0x2,	/* larger than the cache allows */
+	/* built by a process watching the directory, which applied every
+	 * change that completed before it unlocked */
+	FASTCASE_DIR_WATCHED = 0x4,
 };
 
 struct fastcase_dir_id {
@@ -125,6 +128,12 @@ int fastcase_cache_entry_parse(struct fastcase_cache *cache,
 			       void (*fn)(const char *names, size_t names_len,
 					  void *private_data),
 			       void *private_data);
+
+/* Whether an on-disk name is in the records: 1, 0, or -1 (cannot say). */
+int fastcase_cache_entry_has(struct fastcase_cache *cache,
+			     const struct fastcase_scope *scope,
+			     const struct fastcase_dir_id *id, uint64_t gen,
+			     const char *name);
 
 /* Add or remove one on-disk name; idempotent. Caller holds the lock. */
 int fastcase_cache_entry_add(struct fastcase_cache *cache,

@@ -23,11 +23,27 @@
 #define DBGC_CLASS DBGC_VFS
 
 /*
- * Chains of about 15 records at a million names: a walk of a few hundred
- * nanoseconds, while each chain's header (a robust mutex with
- * TDB_MUTEX_LOCKING) costs the file about 40 bytes up front.
+ * Chains of about 8 records at a million names (125,000 buckets): a walk
+ * of a few hundred nanoseconds, while each chain's header (a robust mutex
+ * with TDB_MUTEX_LOCKING) costs the file about 40 bytes up front.
  */
-#define FASTCASE_CACHE_HASH_SIZE 65521
+#define FASTCASE_CACHE_HASH_SIZE 16381
+
+/*
+ * A directory's names are stored in buckets, by a hash of their keys: one
+ * TDB record per bucket rather than per name, so a name costs little more
+ * than its bytes and a build stores a few thousand records, not a hundred
+ * thousand. A build picks a power of two buckets for about
+ * NAMES_PER_BUCKET names each, and records it in the low bits of the
+ * generation, which every reader of the records already has. A bucket
+ * that grows past BUCKET_NAMES_MAX (the directory grew many times over)
+ * refuses the name; the caller then drops the records and the next lookup
+ * builds them anew with more buckets.
+ */
+#define NAMES_PER_BUCKET 8
+#define BUCKET_NAMES_MAX 256
+#define GEN_BUCKET_BITS 0x1f
+#define BUCKET_BITS_MAX 24
 
 /* The layout of every key: a type byte, the scope tag, then the ids. */
 #define KEY_TYPE_DIR 'D'
@@ -35,10 +51,10 @@
 #define KEY_HEADER "fastcase-format"
 #define KEY_USAGE "fastcase-usage"
 
-#define KEY_BUF (2 + 64 + 24 + FASTCASE_KEY_MAX)
+#define KEY_BUF (2 + 64 + 24 + sizeof(uint32_t))
 
-/* Rough bytes a stored name costs: TDB record header, key and value. */
-#define RECORD_OVERHEAD 48
+/* Rough bytes a record costs beyond its key and value: TDB's header. */
+#define RECORD_OVERHEAD 32
 
 /*
  * Directory locks are OFD locks on single bytes of a lock file beside the
@@ -138,17 +154,34 @@ static size_t dir_key(uint8_t *buf, char type,
 	return len;
 }
 
-static TDB_DATA entry_key(uint8_t *buf, const struct fastcase_scope *scope,
-			  const struct fastcase_dir_id *id, uint64_t gen,
-			  const char *key, size_t key_len)
+static uint32_t bucket_of(uint64_t gen, const char *key, size_t key_len)
+{
+	TDB_DATA k = { .dptr = discard_const_p(uint8_t, key),
+		       .dsize = key_len };
+	unsigned bits = gen & GEN_BUCKET_BITS;
+
+	return tdb_jenkins_hash(&k) & ((1U << bits) - 1);
+}
+
+static TDB_DATA bucket_key(uint8_t *buf, const struct fastcase_scope *scope,
+			   const struct fastcase_dir_id *id, uint64_t gen,
+			   uint32_t bucket)
 {
 	size_t len = dir_key(buf, KEY_TYPE_ENTRY, scope, id);
 
 	memcpy(buf + len, &gen, sizeof(gen));
 	len += sizeof(gen);
-	memcpy(buf + len, key, key_len);
-	len += key_len;
+	memcpy(buf + len, &bucket, sizeof(bucket));
+	len += sizeof(bucket);
 	return (TDB_DATA) { .dptr = buf, .dsize = len };
+}
+
+/* The record of the bucket that holds the names with this key. */
+static TDB_DATA entry_key(uint8_t *buf, const struct fastcase_scope *scope,
+			  const struct fastcase_dir_id *id, uint64_t gen,
+			  const char *key, size_t key_len)
+{
+	return bucket_key(buf, scope, id, gen, bucket_of(gen, key, key_len));
 }
 
 static TDB_DATA string_key(const char *s)
@@ -527,21 +560,50 @@ static bool names_well_formed(const uint8_t *p, size_t len)
 }
 
 struct entry_parse_state {
+	const struct fastcase_scope *scope;
+	const char *key;
+	size_t key_len;
 	void (*fn)(const char *names, size_t names_len, void *private_data);
 	void *private_data;
 	int ret;
 };
 
+/* Pass on the names of the bucket whose key is the one asked for. */
 static int entry_parser(TDB_DATA key, TDB_DATA data, void *private_data)
 {
 	struct entry_parse_state *state = private_data;
+	char name_key[FASTCASE_KEY_MAX];
+	size_t off = 0, len = 0, name_key_len;
+	char *match = NULL;
 
 	if (!names_well_formed(data.dptr, data.dsize)) {
 		state->ret = EINVAL;
 		return 0;
 	}
-	state->fn((const char *)data.dptr, data.dsize, state->private_data);
-	state->ret = 0;
+	match = malloc(data.dsize);
+	if (match == NULL) {
+		state->ret = ENOMEM;
+		return 0;
+	}
+	while (off < data.dsize) {
+		const char *name = (const char *)data.dptr + off;
+		size_t n = strlen(name) + 1;
+
+		off += n;
+		if (fastcase_scope_disk_key(state->scope, name, name_key,
+					    &name_key_len) != 0 ||
+		    name_key_len != state->key_len ||
+		    memcmp(name_key, state->key, name_key_len) != 0) {
+			continue;
+		}
+		memcpy(match + len, name, n);
+		len += n;
+	}
+	if (len > 0) {
+		state->fn(match, len, state->private_data);
+		state->ret = 0;
+	}
+	free(match);
 	return 0;
 }
 
@@ -555,6 +617,7 @@ int fastcase_cache_entry_parse(struct fastcase_cache *cache,
 {
 	uint8_t buf[KEY_BUF];
 	struct entry_parse_state state = {
+		.scope = scope, .key = key, .key_len = key_len,
 		.fn = fn, .private_data = private_data, .ret = ENOENT,
 	};
 	TDB_DATA k = entry_key(buf, scope, id, gen, key, key_len);
@@ -563,6 +626,16 @@ int fastcase_cache_entry_parse(struct fastcase_cache *cache,
 		return ENOENT;
 	}
 	return state.ret;
+}
+
+static size_t names_count(const uint8_t *p, size_t len)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < len; i++) {
+		n += (p[i] == '\0');
+	}
+	return n;
 }
 
 /* Offset of name in a names list, or -1. */
@@ -585,6 +658,45 @@ static int fold_name(const struct fastcase_scope *scope, const char *name,
 		     char *key, size_t *key_len)
 {
 	return fastcase_scope_disk_key(scope, name, key, key_len);
+}
+
+struct entry_has_state {
+	const char *name;
+	int has;
+};
+
+static int entry_has_parser(TDB_DATA key, TDB_DATA data, void *private_data)
+{
+	struct entry_has_state *state = private_data;
+
+	if (!names_well_formed(data.dptr, data.dsize)) {
+		state->has = -1;
+		return 0;
+	}
+	state->has = names_find(data.dptr, data.dsize, state->name) >= 0;
+	return 0;
+}
+
+int fastcase_cache_entry_has(struct fastcase_cache *cache,
+			     const struct fastcase_scope *scope,
+			     const struct fastcase_dir_id *id, uint64_t gen,
+			     const char *name)
+{
+	uint8_t buf[KEY_BUF];
+	char key[FASTCASE_KEY_MAX];
+	struct entry_has_state state = { .name = name, .has = 0 };
+	size_t key_len;
+	TDB_DATA k;
+
+	if (fold_name(scope, name, key, &key_len) != 0) {
+		return -1;
+	}
+	k = entry_key(buf, scope, id, gen, key, key_len);
+	if (tdb_parse_record(cache->file->tdb, k, entry_has_parser,
+			     &state) != 0) {
+		return tdb_error(cache->file->tdb) == TDB_ERR_NOEXIST ? 0 : -1;
+	}
+	return state.has;
 }
 
 int fastcase_cache_entry_add(struct fastcase_cache *cache,
@@ -615,6 +727,10 @@ int fastcase_cache_entry_add(struct fastcase_cache *cache,
 				   .dsize = name_len };
 		ret = tdb_store(cache->file->tdb, k, val, TDB_REPLACE);
 		return ret == 0 ? 0 : EIO;
+	}
+	if (names_count(old.dptr, old.dsize) >= BUCKET_NAMES_MAX) {
+		free(old.dptr);
+		return EFBIG;
 	}
 	val.dsize = old.dsize + name_len;
 	val.dptr = malloc(val.dsize);
@@ -737,44 +853,125 @@ done:
 	ofd_lock(cache, F_UNLCK, 0, DIR_LOCK_SPAN, false);
 }
 
-static uint64_t new_generation(void)
+static uint64_t new_generation(size_t names)
 {
+	unsigned bits = 0;
 	uint64_t gen = 0;
 
-	while (getrandom(&gen, sizeof(gen), 0) != sizeof(gen) || gen == 0) {
+	while (bits < BUCKET_BITS_MAX &&
+	       ((size_t)NAMES_PER_BUCKET << bits) < names) {
+		bits++;
+	}
+	while (getrandom(&gen, sizeof(gen), 0) != sizeof(gen) ||
+	       (gen & ~(uint64_t)GEN_BUCKET_BITS) == 0) {
 		/* getrandom() of 8 bytes only fails on EINTR */
 	}
-	return gen;
+	return (gen & ~(uint64_t)GEN_BUCKET_BITS) | bits;
 }
 
-static int build_store_name(struct fastcase_cache *cache,
-			    const struct fastcase_scope *scope,
-			    const struct fastcase_dir_id *id, uint64_t gen,
-			    const char *name, size_t *stored)
-{
-	uint8_t buf[KEY_BUF];
-	char key[FASTCASE_KEY_MAX];
-	size_t key_len;
-	TDB_DATA k, val;
-	int ret;
+struct build_name {
+	uint32_t bucket;
+	uint32_t offset;	/* in build_state.names */
+	uint16_t len;		/* with the NUL */
+};
 
-	ret = fold_name(scope, name, key, &key_len);
-	if (ret != 0) {
-		return ret;
+struct build_state {
+	char *names;		/* every name, NUL-terminated */
+	size_t names_len;
+	struct build_name *list;
+	size_t count;
+	size_t budget;
+};
+
+static int build_add(struct build_state *b, const char *name)
+{
+	size_t len = strlen(name) + 1;
+
+	if (b->names_len + len > talloc_get_size(b->names)) {
+		size_t size = MAX(2 * talloc_get_size(b->names), 65536);
+		char *names = talloc_realloc(NULL, b->names, char, size);
+
+		if (names == NULL) {
+			return ENOMEM;
+		}
+		b->names = names;
 	}
-	k = entry_key(buf, scope, id, gen, key, key_len);
-	val = (TDB_DATA) { .dptr = discard_const_p(uint8_t, name),
-			   .dsize = strlen(name) + 1 };
-	if (tdb_store(cache->file->tdb, k, val, TDB_INSERT) == 0) {
-		*stored += k.dsize + val.dsize + RECORD_OVERHEAD;
-		return 0;
+	if (b->count == talloc_array_length(b->list)) {
+		size_t n = MAX(2 * b->count, 4096);
+		struct build_name *list = talloc_realloc(
+			NULL, b->list, struct build_name, n);
+
+		if (list == NULL) {
+			return ENOMEM;
+		}
+		b->list = list;
 	}
-	if (tdb_error(cache->file->tdb) != TDB_ERR_EXISTS) {
-		return EIO;
+	memcpy(b->names + b->names_len, name, len);
+	b->list[b->count++] = (struct build_name) {
+		.offset = b->names_len, .len = len,
+	};
+	b->names_len += len;
+	return 0;
+}
+
+static int build_cmp_bucket(const void *a, const void *b)
+{
+	const struct build_name *x = a, *y = b;
+
+	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
+}
+
+/* Store b's names, grouped by bucket; *stored: the bytes it took. */
+static int build_store(struct fastcase_cache *cache,
+		       const struct fastcase_scope *scope,
+		       const struct fastcase_dir_id *id, uint64_t gen,
+		       struct build_state *b, size_t *stored)
+{
+	uint8_t kbuf[KEY_BUF];
+	char key[FASTCASE_KEY_MAX];
+	char *val = NULL;
+	size_t i, j, key_len, val_len;
+	int ret = 0;
+
+	for (i = 0; i < b->count; i++) {
+		ret = fold_name(scope, b->names + b->list[i].offset, key,
+				&key_len);
+		if (ret != 0) {
+			return ret;
+		}
+		b->list[i].bucket = bucket_of(gen, key, key_len);
 	}
-	/* another name with the same key: rare, so slow is fine */
-	*stored += val.dsize;
-	return fastcase_cache_entry_add(cache, scope, id, gen, name);
+	qsort(b->list, b->count, sizeof(b->list[0]), build_cmp_bucket);
+
+	val = talloc_size(NULL, BUCKET_NAMES_MAX * (NAME_MAX + 1));
+	if (val == NULL) {
+		return ENOMEM;
+	}
+	for (i = 0; i < b->count; i = j) {
+		TDB_DATA k, v;
+
+		val_len = 0;
+		for (j = i; j < b->count &&
+			    b->list[j].bucket == b->list[i].bucket; j++) {
+			if (j - i == BUCKET_NAMES_MAX) {
+				/* only hashing gone very wrong gets here */
+				TALLOC_FREE(val);
+				return EFBIG;
+			}
+			memcpy(val + val_len, b->names + b->list[j].offset,
+			       b->list[j].len);
+			val_len += b->list[j].len;
+		}
+		k = bucket_key(kbuf, scope, id, gen, b->list[i].bucket);
+		v = (TDB_DATA) { .dptr = (uint8_t *)val, .dsize = val_len };
+		if (tdb_store(cache->file->tdb, k, v, TDB_INSERT) != 0) {
+			ret = EIO;
+			break;
+		}
+		*stored += k.dsize + v.dsize + RECORD_OVERHEAD;
+	}
+	TALLOC_FREE(val);
+	return ret;
 }
 
 int fastcase_cache_build(struct fastcase_cache *cache,
@@ -785,15 +982,16 @@ int fastcase_cache_build(struct fastcase_cache *cache,
 {
 	/* A directory may take at most half the cache. */
 	uint64_t budget = cache->max_bytes / 2;
+	struct build_state b = { .names = NULL };
 	struct dirent *de = NULL;
-	size_t stored = 0;
+	char key[FASTCASE_KEY_MAX];
+	size_t key_len, stored = 0;
 	uint64_t entries = 0;
 	DIR *dir = NULL;
 	int fd, ret = 0;
 
 	*rec = (struct fastcase_dir_record) {
 		.magic = FASTCASE_DIR_MAGIC,
-		.gen = new_generation(),
 		.mtime_ns = st->st_mtim.tv_sec * 1000000000LL +
 			st->st_mtim.tv_nsec,
 		.ctime_ns = st->st_ctim.tv_sec * 1000000000LL +
@@ -816,23 +1014,32 @@ int fastcase_cache_build(struct fastcase_cache *cache,
 		    strcmp(de->d_name, "..") == 0) {
 			continue;
 		}
-		ret = build_store_name(cache, scope, id, rec->gen,
-				       de->d_name, &stored);
-		if (ret == ENAMETOOLONG) {
-			/* cannot key it: no miss may be authoritative */
+		/* a name that cannot be keyed: no miss may be authoritative */
+		if (fold_name(scope, de->d_name, key, &key_len) != 0) {
+			ret = ENAMETOOLONG;
 			break;
 		}
+		ret = build_add(&b, de->d_name);
 		if (ret != 0) {
 			break;
 		}
 		entries++;
-		if (stored > budget) {
+		/* the bytes it will take, had every name a record of its
+		 * own share of the buckets */
+		if (b.names_len + entries * (RECORD_OVERHEAD + KEY_BUF) /
+		    NAMES_PER_BUCKET > budget) {
 			ret = EFBIG;
 			break;
 		}
 	}
 	closedir(dir);
 
+	rec->gen = new_generation(ret == 0 ? entries : 0);
+	if (ret == 0) {
+		ret = build_store(cache, scope, id, rec->gen, &b, &stored);
+	}
+	TALLOC_FREE(b.names);
+	TALLOC_FREE(b.list);
 	rec->entries = entries;
 	rec->bytes = stored;
 	if (ret == 0) {
@@ -841,6 +1048,7 @@ int fastcase_cache_build(struct fastcase_cache *cache,
 		rec->flags = FASTCASE_DIR_TOO_BIG;
 		ret = 0;
 	} else {
+		usage_add(cache, stored);
 		return ret;
 	}
 	usage_add(cache, stored);

@@ -297,13 +297,48 @@ static bool record_usable(const struct fastcase_dir_record *rec)
 			      FASTCASE_DIR_TOO_BIG)) != 0;
 }
 
+/*
+ * Whether the records already agree with the disk about name. Every
+ * process watching the directory gets the event of a change and the one
+ * that made it (or the first to see it) has usually applied it: checking
+ * without the lock keeps the others from queueing on it. A disagreement
+ * seen here is settled under the lock; a change after the check sends an
+ * event of its own.
+ */
+static bool records_agree(struct fastcase_engine *e,
+			  struct fastcase_dir_state *st, const char *name)
+{
+	struct fastcase_dir_record rec;
+	struct stat sb;
+	int has;
+
+	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) ||
+	    !(rec.flags & FASTCASE_DIR_COMPLETE)) {
+		/* nobody trusts these records: nothing to keep exact */
+		return true;
+	}
+	has = fastcase_cache_entry_has(e->cache, &e->scope, &st->id, rec.gen,
+				       name);
+	if (has < 0) {
+		return false;
+	}
+	if (fstatat(st->fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+		return has == 1;
+	}
+	return (errno == ENOENT || errno == ENOTDIR) && has == 0;
+}
+
 /* Bring the directory's on-disk state for one name into the records. */
 static void revalidate_name(struct fastcase_engine *e,
 			    struct fastcase_dir_state *st, const char *name)
 {
 	struct fastcase_dir_record rec;
 	struct stat sb;
+	int ret;
 
+	if (records_agree(e, st, name)) {
+		return;
+	}
 	if (fastcase_cache_dir_lock(e->cache, &e->scope, &st->id) != 0) {
 		/* this change may be missing from the records: revalidate
 		 * the directory before trusting them again */
@@ -315,13 +350,17 @@ static void revalidate_name(struct fastcase_engine *e,
 		goto done;
 	}
 	if (fstatat(st->fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
-		fastcase_cache_entry_add(e->cache, &e->scope, &st->id,
-					 rec.gen, name);
+		ret = fastcase_cache_entry_add(e->cache, &e->scope, &st->id,
+					       rec.gen, name);
 	} else if (errno == ENOENT || errno == ENOTDIR) {
-		fastcase_cache_entry_remove(e->cache, &e->scope, &st->id,
-					    rec.gen, name);
+		ret = fastcase_cache_entry_remove(e->cache, &e->scope,
+						  &st->id, rec.gen, name);
 	} else {
-		/* cannot tell: nobody may trust these records */
+		ret = errno;
+	}
+	if (ret != 0) {
+		/* cannot tell, or cannot store it: nobody may trust these
+		 * records; the next lookup rebuilds them */
 		fastcase_cache_dir_forget(e->cache, &e->scope, &st->id);
 	}
 	if (!st->touched) {
@@ -417,8 +456,12 @@ void fastcase_engine_process_events(struct fastcase_engine *e)
 	drain(e);
 }
 
+/*
+ * Called under the directory's lock. seen_gen: the generation of the
+ * records (0: none) when we looked after adding our watch.
+ */
 static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
-		 struct fastcase_dir_record *rec)
+		 uint64_t seen_gen, struct fastcase_dir_record *rec)
 {
 	struct stat cur;
 	int64_t stamp_time;
@@ -429,10 +472,22 @@ static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 	}
 	stamp_time = now_ns();
 	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
-	    record_usable(rec) && stamp_matches(rec, &cur) &&
-	    !stamp_racy(rec)) {
-		/* another process built it while we waited for the lock */
-		return 0;
+	    record_usable(rec)) {
+		if (stamp_matches(rec, &cur) && !stamp_racy(rec)) {
+			/* built by another process while we waited */
+			return 0;
+		}
+		/*
+		 * Built while we waited, after our watch was added: the
+		 * builder applied every change that completed before it
+		 * unlocked, and each change after our watch was added is
+		 * in our queue. Under constant changes stamps are always
+		 * racy; without this every waiting process would rebuild.
+		 */
+		if (st->wd >= 0 && rec->gen != seen_gen &&
+		    (rec->flags & FASTCASE_DIR_WATCHED)) {
+			return 0;
+		}
 	}
 	ret = fastcase_cache_build(e->cache, &e->scope, &st->id, st->fd,
 				   &cur, stamp_time, rec);
@@ -472,6 +527,7 @@ static int ensure_sync(struct fastcase_engine *e,
 		       struct fastcase_dir_record *rec)
 {
 	struct stat cur;
+	uint64_t seen_gen;
 	int ret;
 
 	if (st->in_sync &&
@@ -490,24 +546,35 @@ static int ensure_sync(struct fastcase_engine *e,
 	if (fstat(st->fd, &cur) != 0) {
 		return errno;
 	}
+	seen_gen = 0;
 	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
-	    record_usable(rec) && stamp_matches(rec, &cur) &&
-	    !stamp_racy(rec)) {
-		st->gen = rec->gen;
-		st->in_sync = (st->wd >= 0);
-		return 0;
+	    record_usable(rec)) {
+		if (stamp_matches(rec, &cur) && !stamp_racy(rec)) {
+			st->gen = rec->gen;
+			st->in_sync = (st->wd >= 0);
+			return 0;
+		}
+		seen_gen = rec->gen;
 	}
 
 	ret = fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
 	if (ret != 0) {
 		return ret;
 	}
-	ret = build(e, st, rec);
+	ret = build(e, st, seen_gen, rec);
 	if (ret == 0) {
 		st->gen = rec->gen;
 		st->in_sync = (st->wd >= 0);
 		/* changes made while we read are in our queue */
 		drain(e);
+		if (st->in_sync && !(rec->flags & FASTCASE_DIR_WATCHED) &&
+		    fastcase_cache_dir_get(e->cache, &e->scope, &st->id,
+					   rec) &&
+		    rec->gen == st->gen) {
+			rec->flags |= FASTCASE_DIR_WATCHED;
+			fastcase_cache_dir_put(e->cache, &e->scope, &st->id,
+					       rec);
+		}
 	}
 	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
 	fastcase_cache_trim(e->cache);
@@ -521,6 +588,9 @@ struct choose_state {
 	const char *best;
 	bool best_is_legacy;
 	size_t matches;
+	/* copies: the names handed to choose_name() do not outlive it */
+	char exact_buf[NAME_MAX + 1];
+	char best_buf[NAME_MAX + 1];
 };
 
 /*
@@ -542,7 +612,8 @@ static void choose_name(const char *names, size_t names_len,
 
 		off += strlen(cand) + 1;
 		if (strcmp(cand, cs->name) == 0) {
-			cs->exact = cand;
+			strlcpy(cs->exact_buf, cand, sizeof(cs->exact_buf));
+			cs->exact = cs->exact_buf;
 			cs->matches++;
 			continue;
 		}
@@ -558,7 +629,8 @@ static void choose_name(const char *names, size_t names_len,
 		    (cs->best_is_legacy && !legacy) ||
 		    (cs->best_is_legacy == legacy &&
 		     strcmp(cand, cs->best) < 0)) {
-			cs->best = cand;
+			strlcpy(cs->best_buf, cand, sizeof(cs->best_buf));
+			cs->best = cs->best_buf;
 			cs->best_is_legacy = legacy;
 		}
 	}

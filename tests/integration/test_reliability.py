@@ -382,28 +382,28 @@ class MillionEntries(SmbdTestCase):
         os.close(fd)
         c = self.conn('fc')
         for i in (0, 1, 499999, 999999):
-            self.assertEqual(c.loadfile(d + '\ENTRY_%07d.DAT' % i), b'')
+            self.assertEqual(c.loadfile(d + '\\ENTRY_%07d.DAT' % i), b'')
         with self.assertRaises(NTSTATUSError) as cm:
-            c.loadfile(d + '\entry_%07d.dat' % self.ENTRIES)
+            c.loadfile(d + '\\entry_%07d.dat' % self.ENTRIES)
         self.assertEqual(status_of(cm.exception),
                          ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
         self.assertEqual([e['name'] for e in
                           c.list(d, mask='entry_0123456.DAT')],
                          ['Entry_0123456.dat'])
         with self.assertRaises(NTSTATUSError) as cm:
-            c.create(d + '\ENTRY_0000007.DAT', DesiredAccess=READ_WRITE,
+            c.create(d + '\\ENTRY_0000007.DAT', DesiredAccess=READ_WRITE,
                      ShareAccess=SHARE_ALL, CreateDisposition=FILE_CREATE)
         self.assertEqual(status_of(cm.exception),
                          ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
-        c.close(c.create(d + '\New_Entry.dat', DesiredAccess=READ_WRITE,
+        c.close(c.create(d + '\\New_Entry.dat', DesiredAccess=READ_WRITE,
                          ShareAccess=SHARE_ALL,
                          CreateDisposition=FILE_CREATE))
         self.assertTrue(os.path.exists(self.local('fc', d, 'New_Entry.dat')))
         os.rename(self.local('fc', d, 'Entry_0000042.dat'),
                   self.local('fc', d, 'Moved_0000042.dat'))
-        self.assertEqual(c.loadfile(d + '\MOVED_0000042.DAT'), b'')
+        self.assertEqual(c.loadfile(d + '\\MOVED_0000042.DAT'), b'')
         with self.assertRaises(NTSTATUSError):
-            c.loadfile(d + '\ENTRY_0000042.DAT')
+            c.loadfile(d + '\\ENTRY_0000042.DAT')
         del c
         stat_tool = os.path.join(os.environ['FASTCASE_BUILD'],
                                  'fastcase-stat')

@@ -286,9 +286,11 @@ def smbtorture(smbd, share, names, timeout, options=()):
            '--target=samba3', '--fullname', '--seed=%d' % SEED]
     cmd += list(options) + list(names)
     start = time.monotonic()
+    # some tests write local files (valid.dat) into their cwd
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True,
+                            cwd=os.path.dirname(client_conf(smbd)))
     timed_out = False
     try:
         out, _ = proc.communicate(timeout=timeout)

@@ -503,6 +503,9 @@ static void test_corrupt_entries(void **state)
 	struct fastcase_dir_record rec;
 	struct collected c = { 0 };
 	char *path = make_dir(f, "corrupt", 0, "");
+	char *other_path = make_dir(f, "corrupt-other", 0, "");
+	struct fastcase_dir_record other_rec;
+	struct dir other;
 	static const struct {
 		const char *val;
 		size_t len;
@@ -520,9 +523,11 @@ static void test_corrupt_entries(void **state)
 	size_t i;
 
 	touch(path, "Target");
-	touch(path, "Other");
+	touch(other_path, "Other");
 	open_dir(path, &d);
+	open_dir(other_path, &other);
 	fastcase_scope_init(&scope, &windows_rules);
+	build(cache, &scope, &other, &other_rec);
 	build(cache, &scope, &d, &rec);
 	assert_int_equal(lookup(cache, &scope, &d.id, rec.gen, "TARGET", &c),
 			 0);
@@ -536,9 +541,9 @@ static void test_corrupt_entries(void **state)
 		}
 		assert_int_equal(c.calls, 0);
 	}
-	/* the other name's record is untouched */
-	assert_int_equal(lookup(cache, &scope, &d.id, rec.gen, "other", &c),
-			 0);
+	/* another directory's records are untouched */
+	assert_int_equal(lookup(cache, &scope, &other.id, other_rec.gen,
+				"other", &c), 0);
 	assert_string_equal(c.names[0], "Other");
 
 	/* add over a malformed record replaces it with a good one */
@@ -561,6 +566,7 @@ static void test_corrupt_entries(void **state)
 	free(key.dptr);
 	TALLOC_FREE(c.names);
 	close(d.fd);
+	close(other.fd);
 }
 
 /* ---- the file itself -------------------------------------------------- */
@@ -845,11 +851,12 @@ static void test_size_limit(void **state)
 	struct fastcase_scope scope;
 	struct fastcase_dir_record rec, small_rec, got;
 	struct collected c = { 0 };
-	struct dir big, small;
+	struct dir big, small, medium;
 	int builds;
 
 	fastcase_scope_init(&scope, &windows_rules);
 	open_dir(make_dir(f, "small", 5, "s%u"), &small);
+	open_dir(make_dir(f, "medium", 60, "medium-name-%05u"), &medium);
 	open_dir(make_dir(f, "big", 2000, "a-rather-long-file-name-%05u.dat"),
 		 &big);
 
@@ -868,17 +875,25 @@ static void test_size_limit(void **state)
 	assert_int_equal(lookup(cache, &scope, &small.id, small_rec.gen, "S3",
 				&c), 0);
 
-	/* rebuilding it again and again grows the file past the limit, and
-	 * then a trim drops every record */
-	for (builds = 0; builds < 6; builds++) {
-		build(cache, &scope, &big, &rec);
-		assert_int_equal(rec.flags, FASTCASE_DIR_TOO_BIG);
+	/* a directory too big stores no names: no rebuild of it fills the
+	 * file */
+	build(cache, &scope, &big, &rec);
+	fastcase_cache_trim(cache);
+	assert_true(fastcase_cache_dir_get(cache, &scope, &small.id, &got));
+
+	/* rebuilding one that fits again and again leaves the records of
+	 * old generations behind, grows the file past the limit, and then
+	 * a trim drops every record */
+	for (builds = 0; builds < 20; builds++) {
+		build(cache, &scope, &medium, &rec);
+		assert_int_equal(rec.flags, FASTCASE_DIR_COMPLETE);
 		fastcase_cache_trim(cache);
-		if (!fastcase_cache_dir_get(cache, &scope, &big.id, &got)) {
+		if (!fastcase_cache_dir_get(cache, &scope, &medium.id,
+					    &got)) {
 			break;
 		}
 	}
-	assert_true(builds < 6);
+	assert_true(builds < 20);
 	assert_false(fastcase_cache_dir_get(cache, &scope, &small.id, &got));
 	assert_int_equal(lookup(cache, &scope, &small.id, small_rec.gen, "S3",
 				&c), ENOENT);
@@ -908,6 +923,7 @@ static void test_size_limit(void **state)
 	}
 	TALLOC_FREE(c.names);
 	close(big.fd);
+	close(medium.fd);
 	close(small.fd);
 }
 
@@ -922,7 +938,7 @@ static void test_size_limit(void **state)
 static const char *const race_words[] = {
 	"abcdefgh", "lockword", "samename", "racecase",
 };
-#define RACE_VARIANTS 256
+#define RACE_VARIANTS 32
 
 static void race_name(size_t w, unsigned mask, char *name)
 {
@@ -1063,6 +1079,7 @@ static void test_dir_locks(void **state)
 	struct fastcase_dir_record rec, got;
 	int to_child[2], to_parent[2], status;
 	struct dir big;
+	int i;
 	pid_t pid;
 	char c;
 
@@ -1114,11 +1131,13 @@ static void test_dir_locks(void **state)
 	write_byte(to_child[1]);
 	assert_true(read_byte(to_parent[0], 10000));
 
-	/* over the limit */
-	open_dir(make_dir(f, "big", 300, "a-long-enough-file-name-%05u"),
+	/* over the limit: the records of old generations add up */
+	open_dir(make_dir(f, "big", 20, "a-long-enough-file-name-%05u"),
 		 &big);
-	build(cache, &scope, &big, &rec);
-	build(cache, &scope, &big, &rec);
+	for (i = 0; i < 8; i++) {
+		build(cache, &scope, &big, &rec);
+		assert_int_equal(rec.flags, FASTCASE_DIR_COMPLETE);
+	}
 	/* no trim while holding a directory's lock */
 	assert_int_equal(fastcase_cache_dir_lock(cache, &scope, &x), 0);
 	fastcase_cache_trim(cache);
