@@ -17,6 +17,7 @@
 
 #include <dirent.h>
 #include <sys/random.h>
+#include <sys/statvfs.h>
 #include <tdb.h>
 
 #undef DBGC_CLASS
@@ -259,6 +260,37 @@ static struct cache_file *find_open_file(const char *path)
 	return NULL;
 }
 
+/*
+ * TDB writes its robust mutexes into a mapped area without first making
+ * sure the file system has room for it: creating the file on a full file
+ * system kills the process with SIGBUS. So the cache is not opened with
+ * less than this free beside it.
+ */
+#define CACHE_MIN_FREE (4ULL << 20)
+
+static int check_room(const char *path)
+{
+	char *dir = talloc_strdup(NULL, path);
+	char *slash = NULL;
+	struct statvfs sv;
+	int ret = 0;
+
+	if (dir == NULL) {
+		return ENOMEM;
+	}
+	slash = strrchr(dir, '/');
+	if (slash != NULL) {
+		slash[slash == dir ? 1 : 0] = '\0';
+	}
+	if (statvfs(slash != NULL ? dir : ".", &sv) != 0) {
+		ret = errno;
+	} else if ((uint64_t)sv.f_bavail * sv.f_frsize < CACHE_MIN_FREE) {
+		ret = ENOSPC;
+	}
+	TALLOC_FREE(dir);
+	return ret;
+}
+
 static int open_file(const char *path, struct cache_file **pfile)
 {
 	/*
@@ -272,6 +304,10 @@ static int open_file(const char *path, struct cache_file **pfile)
 	struct stat st;
 	int ret;
 
+	ret = check_room(path);
+	if (ret != 0) {
+		return ret;
+	}
 	/* long-lived, shared by the handles of this process */
 	file = talloc_zero(NULL, struct cache_file);
 	if (file == NULL) {
@@ -914,23 +950,20 @@ static int build_add(struct build_state *b, const char *name)
 	return 0;
 }
 
-static int build_cmp_bucket(const void *a, const void *b)
-{
-	const struct build_name *x = a, *y = b;
-
-	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
-}
-
 /* Store b's names, grouped by bucket; *stored: the bytes it took. */
 static int build_store(struct fastcase_cache *cache,
 		       const struct fastcase_scope *scope,
 		       const struct fastcase_dir_id *id, uint64_t gen,
 		       struct build_state *b, size_t *stored)
 {
+	uint32_t nbuckets = 1U << (gen & GEN_BUCKET_BITS);
 	uint8_t kbuf[KEY_BUF];
 	char key[FASTCASE_KEY_MAX];
+	uint32_t *start = NULL;	/* of each bucket's names in order[] */
+	uint32_t *order = NULL;
 	char *val = NULL;
-	size_t i, j, key_len, val_len;
+	size_t i, key_len, val_len;
+	uint32_t bucket;
 	int ret = 0;
 
 	for (i = 0; i < b->count; i++) {
@@ -941,28 +974,46 @@ static int build_store(struct fastcase_cache *cache,
 		}
 		b->list[i].bucket = bucket_of(gen, key, key_len);
 	}
-	qsort(b->list, b->count, sizeof(b->list[0]), build_cmp_bucket);
 
-	val = talloc_size(NULL, BUCKET_NAMES_MAX * (NAME_MAX + 1));
-	if (val == NULL) {
+	/* a counting sort by bucket: two passes, whatever the count */
+	start = talloc_zero_array(NULL, uint32_t, nbuckets + 1);
+	order = talloc_array(start, uint32_t, MAX(b->count, 1));
+	val = talloc_size(start, BUCKET_NAMES_MAX * (NAME_MAX + 1));
+	if (start == NULL || order == NULL || val == NULL) {
+		TALLOC_FREE(start);
 		return ENOMEM;
 	}
-	for (i = 0; i < b->count; i = j) {
+	for (i = 0; i < b->count; i++) {
+		start[b->list[i].bucket + 1]++;
+	}
+	for (bucket = 0; bucket < nbuckets; bucket++) {
+		if (start[bucket + 1] > BUCKET_NAMES_MAX) {
+			/* only very many names of one key get here */
+			TALLOC_FREE(start);
+			return EFBIG;
+		}
+		start[bucket + 1] += start[bucket];
+	}
+	for (i = 0; i < b->count; i++) {
+		/* start[] moves up by one bucket as names are placed */
+		order[start[b->list[i].bucket]++] = i;
+	}
+
+	for (bucket = 0, i = 0; bucket < nbuckets; bucket++) {
 		TDB_DATA k, v;
 
-		val_len = 0;
-		for (j = i; j < b->count &&
-			    b->list[j].bucket == b->list[i].bucket; j++) {
-			if (j - i == BUCKET_NAMES_MAX) {
-				/* only hashing gone very wrong gets here */
-				TALLOC_FREE(val);
-				return EFBIG;
-			}
-			memcpy(val + val_len, b->names + b->list[j].offset,
-			       b->list[j].len);
-			val_len += b->list[j].len;
+		/* start[bucket] is now the end of this bucket's names */
+		if (i == start[bucket]) {
+			continue;
 		}
-		k = bucket_key(kbuf, scope, id, gen, b->list[i].bucket);
+		val_len = 0;
+		for (; i < start[bucket]; i++) {
+			const struct build_name *n = &b->list[order[i]];
+
+			memcpy(val + val_len, b->names + n->offset, n->len);
+			val_len += n->len;
+		}
+		k = bucket_key(kbuf, scope, id, gen, bucket);
 		v = (TDB_DATA) { .dptr = (uint8_t *)val, .dsize = val_len };
 		if (tdb_store(cache->file->tdb, k, v, TDB_INSERT) != 0) {
 			ret = EIO;
@@ -970,7 +1021,7 @@ static int build_store(struct fastcase_cache *cache,
 		}
 		*stored += k.dsize + v.dsize + RECORD_OVERHEAD;
 	}
-	TALLOC_FREE(val);
+	TALLOC_FREE(start);
 	return ret;
 }
 

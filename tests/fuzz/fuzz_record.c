@@ -31,15 +31,29 @@ static void check_names(const char *names, size_t len, void *private_data)
 	}
 }
 
+static char path[] = "/tmp/fastcase-fuzz-XXXXXX";
+
+static void cleanup(void)
+{
+	char file[64];
+
+	TALLOC_FREE(cache);
+	snprintf(file, sizeof(file), "%s/cache.tdb", path);
+	unlink(file);
+	snprintf(file, sizeof(file), "%s/cache.tdb.lock", path);
+	unlink(file);
+	rmdir(path);
+}
+
 static void setup(void)
 {
-	static char path[] = "/tmp/fastcase-fuzz-XXXXXX";
 	struct fastcase_fold_rules rules = { .mode = FASTCASE_FOLD_WINDOWS };
 	char file[64];
 
 	if (mkdtemp(path) == NULL) {
 		abort();
 	}
+	atexit(cleanup);
 	snprintf(file, sizeof(file), "%s/cache.tdb", path);
 	if (fastcase_cache_open(NULL, file, 1 << 24, &cache) != 0) {
 		abort();

@@ -470,14 +470,19 @@ class TallocPerRequest(SmbdTestCase):
 
 
 class CacheFileSystemFull(SmbdTestCase):
-    """The cache's file system fills up: answers stay right."""
+    """The cache's file system fills up during a build: the build fails,
+    smbd scans, answers stay right."""
+    FS_SIZE = '6m'
+    ENTRIES = 60000
+    LOGGED = 'cannot cache directory'
 
     @classmethod
     def setUpClass(cls):
         import tempfile
         cls.small = tempfile.mkdtemp(prefix='fastcase-full-')
-        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=256k',
-                        'fastcase-full', cls.small], check=True)
+        subprocess.run(['mount', '-t', 'tmpfs', '-o',
+                        'size=%s' % cls.FS_SIZE, 'fastcase-full',
+                        cls.small], check=True)
         cls.shares = {'fc': dict(FASTCASE, **{
             'fastcase:cache file': os.path.join(cls.small, 'c.tdb')})}
         super().setUpClass()
@@ -490,16 +495,29 @@ class CacheFileSystemFull(SmbdTestCase):
 
     def test_directory_too_big_for_the_disk(self):
         d = self.fresh_dir('fc')
-        for i in range(5000):
-            open(self.local('fc', d, 'Entry-%05d-with-a-long-name' % i),
-                 'w').close()
+        name = 'Entry-%05d-with-a-long-name-' + 'x' * 60
+        for i in range(self.ENTRIES):
+            open(self.local('fc', d, name % i), 'w').close()
+        mark = self.log_mark()
         c = self.conn('fc')
-        for i in range(0, 5000, 500):
-            c.loadfile(d + '\\ENTRY-%05d-WITH-A-LONG-NAME' % i)
+        for i in range(0, self.ENTRIES, self.ENTRIES // 10):
+            c.loadfile(d + '\\' + (name % i).upper())
         with self.assertRaises(NTSTATUSError) as cm:
             c.loadfile(d + '\\entry-99999')
         self.assertEqual(status_of(cm.exception),
                          ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
+        # a small directory is still cached and right
+        d2 = self.fresh_dir('fc')
+        open(self.local('fc', d2, 'Small.txt'), 'w').close()
+        self.assertEqual(c.loadfile(d2 + '\\SMALL.TXT'), b'')
+        self.assertIn(self.LOGGED, self.log_text(since=mark))
+
+
+class CacheFileSystemTooFullToOpen(CacheFileSystemFull):
+    """Too little room to create the cache file at all: smbd scans."""
+    FS_SIZE = '256k'
+    ENTRIES = 5000
+    LOGGED = 'cannot use the cache file'
 
 
 class InotifyLimits(SmbdTestCase):
