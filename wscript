@@ -201,17 +201,10 @@ def build_fuzzers(bld):
 	return targets
 
 
-def build_asan_module(bld):
-	"""fastcase.so with AddressSanitizer and UBSan, for a second run of the
-	integration tests with the runtime preloaded into smbd."""
+def _asan_compile(bld, srcs, target, extra_flags, extra_libs):
+	"""gcc with AddressSanitizer and UBSan; only when a source is newer."""
 	top_dir = bld.path.abspath()
-	out = os.path.join(bld.bldnode.abspath(), 'asan')
-	os.makedirs(out, exist_ok=True)
-	target = os.path.join(out, 'fastcase.so')
-	srcs = [os.path.join(top_dir, s)
-		for s in ENGINE_SOURCES + ['modules/vfs_fastcase.c']]
-	flags = ['-g', '-O1', '-fPIC', '-shared', '-fvisibility=hidden',
-		 '-fsanitize=address,undefined',
+	flags = ['-g', '-O1', '-fsanitize=address,undefined',
 		 '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer',
 		 '-I' + os.path.join(top_dir, 'include')]
 	flags += ['-I' + os.path.join(bld.env.SAMBA_TREE, d)
@@ -220,11 +213,27 @@ def build_asan_module(bld):
 	flags += ['-I/usr/include/samba-4.0']
 	libs = ['-L' + bld.env.MODULESDIR, '-Wl,-rpath,' + bld.env.MODULESDIR,
 		'-l:libsamba-util.so.0', '-l:libsamba-debug-samba4.so.0',
-		'-lunistring', '-ltalloc', '-ltdb', '-ltevent']
-	newest = max(os.path.getmtime(s) for s in srcs)
-	if not os.path.exists(target) or os.path.getmtime(target) < newest:
-		if _run(['gcc'] + flags + srcs + ['-o', target] + libs) != 0:
-			raise Errors.WafError('cannot build the ASan module')
+		'-lunistring', '-ltalloc', '-ltdb', '-ltevent', '-lbsd']
+	headers = [os.path.join(top_dir, 'include', h)
+		   for h in os.listdir(os.path.join(top_dir, 'include'))]
+	newest = max(os.path.getmtime(s) for s in srcs + headers)
+	if os.path.exists(target) and os.path.getmtime(target) >= newest:
+		return
+	os.makedirs(os.path.dirname(target), exist_ok=True)
+	if _run(['gcc'] + flags + extra_flags + srcs + ['-o', target] +
+		libs + extra_libs) != 0:
+		raise Errors.WafError('cannot build %s with ASan' % target)
+
+
+def build_asan_module(bld):
+	"""fastcase.so with AddressSanitizer and UBSan, for a second run of the
+	integration tests with the runtime preloaded into smbd."""
+	top_dir = bld.path.abspath()
+	out = os.path.join(bld.bldnode.abspath(), 'asan')
+	srcs = [os.path.join(top_dir, s)
+		for s in ENGINE_SOURCES + ['modules/vfs_fastcase.c']]
+	_asan_compile(bld, srcs, os.path.join(out, 'fastcase.so'),
+		      ['-fPIC', '-shared', '-fvisibility=hidden'], [])
 	for tool in ['fastcase-stat', 'fastcase-check']:
 		link = os.path.join(out, tool)
 		if not os.path.lexists(link):
@@ -232,6 +241,23 @@ def build_asan_module(bld):
 	runtime = subprocess.run(['gcc', '-print-file-name=libasan.so'],
 				 capture_output=True, text=True).stdout.strip()
 	return out, os.path.realpath(runtime)
+
+
+def build_asan_unit_tests(bld):
+	"""The cmocka unit tests with AddressSanitizer and UBSan."""
+	top_dir = bld.path.abspath()
+	out = os.path.join(bld.bldnode.abspath(), 'asan', 'unit')
+	engine = [os.path.join(top_dir, s) for s in ENGINE_SOURCES]
+	targets = []
+	for t in UNIT_TESTS:
+		srcs = [os.path.join(top_dir, 'tests/unit', t + '.c'),
+			os.path.join(top_dir, 'tests/unit/unit_util.c')] + engine
+		target = os.path.join(out, t)
+		_asan_compile(bld, srcs, target,
+			      ['-I' + os.path.join(top_dir, 'modules')],
+			      ['-lcmocka'])
+		targets.append(target)
+	return targets
 
 
 def run_fuzzers(bld, seconds=None, runs=None):
@@ -281,6 +307,15 @@ def run_tests(bld):
 		else:
 			failed += 1
 			Logs.error('unit test %s failed (exit %d)' % (t, rc))
+	if not filt:
+		for target in build_asan_unit_tests(bld):
+			rc = _run([target])
+			if rc == 0:
+				passed += 1
+			else:
+				failed += 1
+				Logs.error('unit test %s under ASan/UBSan failed'
+					   ' (exit %d)' % (target, rc))
 	if not filt or 'fuzz' in filt:
 		if run_fuzzers(bld, runs=100000) == 0:
 			passed += 1
