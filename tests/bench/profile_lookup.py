@@ -7,7 +7,9 @@ have no frame pointers, so time in libc and the kernel cannot be split
 between smbd and the module). fastcase.so and libtdb.so bound the module's
 user-space cost from above (smbd uses TDB too).
 
-usage: profile_lookup.py --build BUILD [--entries N] [--ops N]
+usage: profile_lookup.py --build BUILD [--entries N] [--ops N] [--symbols N]
+
+--symbols N: also the N symbols with the most samples (kernel included).
 """
 
 import argparse
@@ -29,7 +31,7 @@ SHARE_ALL = 7
 FILE_OPEN = 1
 
 
-def profile(pid, fn, out):
+def profile(pid, fn, out, symbols):
     perf = subprocess.Popen(['perf', 'record', '-e', 'cpu-clock',
                              '-F', '4999', '-p', str(pid), '-o', out],
                             stdout=subprocess.DEVNULL,
@@ -48,7 +50,20 @@ def profile(pid, fn, out):
         parts = line.split()
         if len(parts) == 2 and parts[0].endswith('%'):
             rows.append((float(parts[0][:-1]), parts[1]))
-    return rows
+    syms = []
+    if symbols > 0:
+        r = subprocess.run(['perf', 'report', '-i', out, '--stdio',
+                            '--sort', 'dso,sym'],
+                           capture_output=True, text=True)
+        for line in r.stdout.splitlines():
+            if line.strip().endswith('%') or '%' not in line:
+                continue
+            if line.lstrip().startswith('#'):
+                continue
+            syms.append(line.strip())
+            if len(syms) == symbols:
+                break
+    return rows, syms
 
 
 def main_inner(args):
@@ -94,12 +109,17 @@ def main_inner(args):
                     pass
 
         for name, fn in (('wrong-case open', opens), ('miss', misses)):
-            rows = profile(c.pid, fn, os.path.join(work, 'perf.data'))
+            rows, syms = profile(c.pid, fn, os.path.join(work, 'perf.data'),
+                                 args.symbols)
             print('%s, %d ops in a directory of %d entries: samples of '
                   'the smbd process by object' % (name, args.ops,
                                                   args.entries))
             for pct, dso in rows[:12]:
                 print('  %6.2f%%  %s' % (pct, dso))
+            if syms:
+                print('  by symbol:')
+                for line in syms:
+                    print('    ' + line)
     finally:
         if smbd is not None:
             smbd.stop()
@@ -112,6 +132,7 @@ def main():
     p.add_argument('--build', required=True)
     p.add_argument('--entries', type=int, default=100000)
     p.add_argument('--ops', type=int, default=3000)
+    p.add_argument('--symbols', type=int, default=0)
     args = p.parse_args()
     args.build = os.path.abspath(args.build)
     if not harness.in_namespace():
