@@ -25,8 +25,11 @@
 
 /*
  * Chains of about 8 records at a million names (125,000 buckets): a walk
- * of a few hundred nanoseconds, while each chain's header (a robust mutex
- * with TDB_MUTEX_LOCKING) costs the file about 40 bytes up front.
+ * of a few hundred nanoseconds once a process has the pages mapped, while
+ * each chain's header (a robust mutex with TDB_MUTEX_LOCKING) costs the
+ * file about 40 bytes up front. A larger hash does not make a new
+ * process's first lookups cheaper: see "Where the time goes" in
+ * docs/DESIGN.md.
  */
 #define FASTCASE_CACHE_HASH_SIZE 16381
 
