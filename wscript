@@ -14,6 +14,7 @@
 #   ./waf torture    smbtorture, stock against fastcase, side by side
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -290,7 +291,29 @@ def run_fuzz(bld):
 
 def _run(cmd, **kw):
 	Logs.info('+ %s' % ' '.join(cmd))
-	return subprocess.call(cmd, **kw)
+	proc = subprocess.Popen(cmd, **kw)
+	try:
+		return proc.wait()
+	except KeyboardInterrupt:
+		_stop_gently(proc)
+		raise
+
+
+def _stop_gently(proc):
+	"""Ctrl-C: the child (the demo, the test runner) stops its smbd by PID
+	and removes its temporary directory when it gets SIGINT; killing it at
+	once, as subprocess.call does, would leave both behind. A terminal's
+	Ctrl-C reached it already; a SIGINT sent to waf alone did not."""
+	for sig, seconds in ((None, 2), (signal.SIGINT, 60)):
+		if sig is not None:
+			proc.send_signal(sig)
+		try:
+			proc.wait(timeout=seconds)
+			return
+		except subprocess.TimeoutExpired:
+			pass
+	proc.kill()
+	proc.wait()
 
 
 def run_tests(bld):

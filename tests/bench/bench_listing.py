@@ -13,17 +13,11 @@ usage: bench_listing.py --build BUILD [--entries N] [--rounds N]
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
-sys.path.insert(0, HERE)
-
-import harness  # noqa: E402
-from bench import Client  # noqa: E402
+import oneshot
+from bench import Client
 
 SHARES = (
     ('stock', {}),
@@ -33,29 +27,15 @@ SHARES = (
 )
 
 
-def fill(directory, entries):
-    os.makedirs(directory)
-    for i in range(entries):
-        name = 'Dokument_%07d_résumé.txt' % i
-        os.close(os.open(os.path.join(directory, name),
-                         os.O_CREAT | os.O_WRONLY, 0o644))
-
-
-def main_inner(args):
-    harness.loopback_up()
-    work = harness.make_tmpdir('fastcase-bench-listing-')
-    overlay = harness.VfsOverlay(args.build, work)
-    smbd = None
-    overlay.setup()
-    try:
-        tree = os.path.join(work, 'tree')
-        fill(os.path.join(tree, 'big'), args.entries)
+def run(args):
+    with oneshot.Server(args.build, 'fastcase-bench-listing-') as server:
+        server.fill('big', ('Dokument_%07d_résumé.txt' % i
+                            for i in range(args.entries)))
         shares = {}
         for name, extra in SHARES:
-            shares[name] = dict({'path': tree, 'case sensitive': 'no'},
-                                **extra)
-        smbd = harness.Smbd(shares, prefix='fastcase-bench-listing-smbd-')
-        smbd.start()
+            shares[name] = dict({'path': server.tree,
+                                 'case sensitive': 'no'}, **extra)
+        smbd = server.start(shares)
         clients = {name: Client(smbd, name) for name, _ in SHARES}
         wall = {name: [] for name, _ in SHARES}
         cpu = {name: [] for name, _ in SHARES}
@@ -90,11 +70,6 @@ def main_inner(args):
             print(line)
         for c in clients.values():
             c.close()
-    finally:
-        if smbd is not None:
-            smbd.stop()
-        overlay.teardown()
-        harness.remove_tree(work)
 
 
 def main():
@@ -102,11 +77,7 @@ def main():
     p.add_argument('--build', required=True)
     p.add_argument('--entries', type=int, default=100000)
     p.add_argument('--rounds', type=int, default=7)
-    args = p.parse_args()
-    args.build = os.path.abspath(args.build)
-    if not harness.in_namespace():
-        harness.reexec_in_namespace(__file__, sys.argv[1:], net=True)
-    main_inner(args)
+    oneshot.main(__file__, p, run)
 
 
 if __name__ == '__main__':

@@ -18,18 +18,12 @@ usage: fresh_process.py --build BUILD [--entries N] [--ops N]
 """
 
 import argparse
-import os
 import statistics
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
-sys.path.insert(0, HERE)
+import oneshot
+from bench import Client
 
-import harness  # noqa: E402
-from bench import Client  # noqa: E402
-
-from samba import NTSTATUSError  # noqa: E402
+from samba import NTSTATUSError
 
 READ_ATTR = 0x80
 SHARE_ALL = 7
@@ -76,25 +70,15 @@ def measure(clients, kind, first, count, entries):
             for s in SHARES}
 
 
-def main_inner(args):
-    harness.loopback_up()
-    work = harness.make_tmpdir('fastcase-fresh-')
-    overlay = harness.VfsOverlay(args.build, work)
-    smbd = None
-    overlay.setup()
-    try:
-        tree = os.path.join(work, 'tree')
-        d = os.path.join(tree, 'big')
-        os.makedirs(d)
-        for i in range(args.entries):
-            os.close(os.open(os.path.join(d, 'File_%07d_data.txt' % i),
-                             os.O_CREAT | os.O_WRONLY, 0o644))
-        smbd = harness.Smbd({
-            'sensitive': {'path': tree, 'case sensitive': 'yes'},
-            'fastcase': {'path': tree, 'case sensitive': 'no',
+def run(args):
+    with oneshot.Server(args.build, 'fastcase-fresh-') as server:
+        server.fill('big', ('File_%07d_data.txt' % i
+                            for i in range(args.entries)))
+        smbd = server.start({
+            'sensitive': {'path': server.tree, 'case sensitive': 'yes'},
+            'fastcase': {'path': server.tree, 'case sensitive': 'no',
                          'vfs objects': 'fastcase'},
-        }, prefix='fastcase-fresh-smbd-')
-        smbd.start()
+        })
         builder = Client(smbd, 'fastcase')
         open_close(builder, 'big\\Build_the_cache.txt')
         print('%d entries; median smbd CPU us per operation and minor '
@@ -117,11 +101,6 @@ def main_inner(args):
             for c in clients.values():
                 c.close()
         builder.close()
-    finally:
-        if smbd is not None:
-            smbd.stop()
-        overlay.teardown()
-        harness.remove_tree(work)
 
 
 def main():
@@ -129,11 +108,7 @@ def main():
     p.add_argument('--build', required=True)
     p.add_argument('--entries', type=int, default=1000000)
     p.add_argument('--ops', type=int, default=250)
-    args = p.parse_args()
-    args.build = os.path.abspath(args.build)
-    if not harness.in_namespace():
-        harness.reexec_in_namespace(__file__, sys.argv[1:], net=True)
-    main_inner(args)
+    oneshot.main(__file__, p, run)
 
 
 if __name__ == '__main__':

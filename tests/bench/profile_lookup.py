@@ -15,16 +15,12 @@ usage: profile_lookup.py --build BUILD [--entries N] [--ops N] [--symbols N]
 import argparse
 import os
 import subprocess
-import sys
+import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
-sys.path.insert(0, HERE)
+import oneshot
+from bench import Client
 
-import harness  # noqa: E402
-from bench import Client  # noqa: E402
-
-from samba import NTSTATUSError  # noqa: E402
+from samba import NTSTATUSError
 
 READ_ATTR = 0x80
 SHARE_ALL = 7
@@ -37,7 +33,6 @@ def profile(pid, fn, out, symbols):
                             stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        import time
         time.sleep(0.5)
         fn()
     finally:
@@ -66,23 +61,13 @@ def profile(pid, fn, out, symbols):
     return rows, syms
 
 
-def main_inner(args):
-    harness.loopback_up()
-    work = harness.make_tmpdir('fastcase-profile-')
-    overlay = harness.VfsOverlay(args.build, work)
-    smbd = None
-    overlay.setup()
-    try:
-        tree = os.path.join(work, 'tree')
-        d = os.path.join(tree, 'big')
-        os.makedirs(d)
-        for i in range(args.entries):
-            os.close(os.open(os.path.join(d, 'File_%07d_data.txt' % i),
-                             os.O_CREAT | os.O_WRONLY, 0o644))
-        smbd = harness.Smbd({'fc': {'path': tree, 'case sensitive': 'no',
-                                    'vfs objects': 'fastcase'}},
-                            prefix='fastcase-profile-smbd-')
-        smbd.start()
+def run(args):
+    with oneshot.Server(args.build, 'fastcase-profile-') as server:
+        server.fill('big', ('File_%07d_data.txt' % i
+                            for i in range(args.entries)))
+        smbd = server.start({'fc': {'path': server.tree,
+                                    'case sensitive': 'no',
+                                    'vfs objects': 'fastcase'}})
         c = Client(smbd, 'fc')
         try:
             c.conn.loadfile('big\\MISSING')
@@ -109,7 +94,8 @@ def main_inner(args):
                     pass
 
         for name, fn in (('wrong-case open', opens), ('miss', misses)):
-            rows, syms = profile(c.pid, fn, os.path.join(work, 'perf.data'),
+            rows, syms = profile(c.pid, fn,
+                                 os.path.join(server.work, 'perf.data'),
                                  args.symbols)
             print('%s, %d ops in a directory of %d entries: samples of '
                   'the smbd process by object' % (name, args.ops,
@@ -120,11 +106,6 @@ def main_inner(args):
                 print('  by symbol:')
                 for line in syms:
                     print('    ' + line)
-    finally:
-        if smbd is not None:
-            smbd.stop()
-        overlay.teardown()
-        harness.remove_tree(work)
 
 
 def main():
@@ -133,11 +114,7 @@ def main():
     p.add_argument('--entries', type=int, default=100000)
     p.add_argument('--ops', type=int, default=3000)
     p.add_argument('--symbols', type=int, default=0)
-    args = p.parse_args()
-    args.build = os.path.abspath(args.build)
-    if not harness.in_namespace():
-        harness.reexec_in_namespace(__file__, sys.argv[1:], net=True)
-    main_inner(args)
+    oneshot.main(__file__, p, run)
 
 
 if __name__ == '__main__':

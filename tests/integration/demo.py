@@ -71,6 +71,10 @@ class Stop(Exception):
 
 
 def _stop(signum, frame):
+    # one stop is enough: a second Ctrl-C (or waf passing the first one
+    # on) must not interrupt the cleanup
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     raise Stop(signum)
 
 
