@@ -5,11 +5,16 @@ through it, and a bad fastcase: parameter refuses the share.
 
 import os
 import re
+import signal
+import socket
+import subprocess
+import time
 import unittest
 
 from samba import NTSTATUSError
 from samba import ntstatus
 
+import harness
 from harness import SmbdTestCase, FASTCASE
 
 # smbd's messages when a VFS module cannot be loaded or initialised
@@ -137,6 +142,73 @@ class BadParameters(SmbdTestCase):
         r = self.smbclient('sideways', 'ls')
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('tree connect failed', r.stdout + r.stderr)
+
+
+
+class DemoCommand(unittest.TestCase):
+    """What `./waf demo` runs (tests/integration/demo.py): the smbclient
+    command it prints lists the demo share and reads a file by a
+    wrong-case name, and Ctrl-C stops its smbd and removes its files."""
+
+    def setUp(self):
+        harness.require_environment()
+
+    def free_port(self):
+        with socket.socket() as s:
+            s.bind(('127.0.0.1', 0))
+            return s.getsockname()[1]
+
+    def read_banner(self, proc, deadline):
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith('Ctrl-C stops the demo.'):
+                return lines
+        self.fail('no banner from the demo:\n' + ''.join(lines))
+
+    def test_printed_command_works_and_ctrl_c_cleans_up(self):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              'demo.py')
+        # as from a shell: the demo makes its own mount namespace
+        env = {k: v for k, v in os.environ.items()
+               if k != harness.NS_MARKER}
+        proc = subprocess.Popen(
+            [harness.PYTHON, script, '--build', os.environ['FASTCASE_BUILD'],
+             '--port', str(self.free_port())],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=env, stdin=subprocess.DEVNULL)
+        try:
+            lines = self.read_banner(proc, time.monotonic() + 60)
+            banner = ''.join(lines)
+            pid = int(re.search(r'smbd \(pid (\d+)\)', banner).group(1))
+            share = re.search(r'share: +(\S+)', banner).group(1)
+            commands = [ln.strip() for ln in lines
+                        if ln.strip().startswith('smbclient ')]
+            self.assertTrue(commands, banner)
+            self.assertTrue(os.path.isdir(share))
+
+            r = subprocess.run(['/bin/sh', '-c', commands[0]],
+                               capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn('Report.docx', r.stdout)
+            self.assertIn('Quarterly report', r.stdout)
+
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0, out)
+            self.assertIn('demo: stopping', out)
+            self.assertFalse(os.path.exists('/proc/%d' % pid),
+                             'the demo left its smbd (pid %d) running' % pid)
+            self.assertFalse(os.path.exists(share),
+                             'the demo left %s behind' % share)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 if __name__ == '__main__':
