@@ -215,8 +215,10 @@ def _asan_compile(bld, srcs, target, extra_flags, extra_libs):
 	libs = ['-L' + bld.env.MODULESDIR, '-Wl,-rpath,' + bld.env.MODULESDIR,
 		'-l:libsamba-util.so.0', '-l:libsamba-debug-samba4.so.0',
 		'-lunistring', '-ltalloc', '-ltdb', '-ltevent', '-lbsd']
-	headers = [os.path.join(top_dir, 'include', h)
-		   for h in os.listdir(os.path.join(top_dir, 'include'))]
+	header_dirs = set([os.path.join(top_dir, 'include')] +
+			  [os.path.dirname(src) for src in srcs])
+	headers = [os.path.join(d, h) for d in header_dirs
+		   for h in os.listdir(d) if h.endswith('.h')]
 	newest = max(os.path.getmtime(s) for s in srcs + headers)
 	if os.path.exists(target) and os.path.getmtime(target) >= newest:
 		return
