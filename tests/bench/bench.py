@@ -22,7 +22,7 @@ Phases:
                size after that build is the footprint
   operations   per size and operation, sensitive and fastcase take
                turns, one operation each, then stock runs alone (its
-               directory scans would evict the others' CPU caches), on
+               directory scans would slow whatever ran next), on
                names no process has used before; each configuration has
                a time budget per cell and is reported "over budget" when
                it cannot finish its iterations within it
@@ -333,10 +333,12 @@ def turns(iterations):
     and fastcase alternate, each first in every other iteration, so that
     drift in the machine's speed hits both alike; stock runs its
     iterations afterwards, on its own. Interleaved, stock's full directory
-    scans (up to seconds at 1,000,000 entries) evicted the CPU caches of
-    whichever configuration ran next and inflated its time several-fold,
-    and with three configurations in rotation fastcase came right after
-    stock in two iterations of three, sensitive in one."""
+    scans (up to seconds at 1,000,000 entries) slowed whichever
+    configuration ran next, and with three configurations in rotation
+    fastcase came right after stock in two iterations of three, sensitive
+    in one. (A miss of sensitive at 1,000,000 entries: 160 us of smbd CPU
+    in the rotation, docs/PERFORMANCE.md of 2026-12-03, commit 36b8575;
+    50 us in the run of 2026-12-04 with stock apart.)"""
     pair = [c for c in CONFIGS if c != 'stock']
     for k in range(iterations):
         yield k, pair if k % 2 == 0 else pair[::-1]

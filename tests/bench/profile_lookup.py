@@ -14,6 +14,7 @@ usage: profile_lookup.py --build BUILD [--entries N] [--ops N] [--symbols N]
 
 import argparse
 import os
+import re
 import subprocess
 import time
 
@@ -51,9 +52,7 @@ def profile(pid, fn, out, symbols):
                             '--sort', 'dso,sym'],
                            capture_output=True, text=True)
         for line in r.stdout.splitlines():
-            if line.strip().endswith('%') or '%' not in line:
-                continue
-            if line.lstrip().startswith('#'):
+            if not re.match(r'\s*\d+\.\d+%\s', line):
                 continue
             syms.append(line.strip())
             if len(syms) == symbols:

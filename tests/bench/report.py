@@ -273,8 +273,8 @@ def markdown(res, plot_name):
              '(one smbd process) per configuration, size and operation; '
              'sensitive and fastcase take turns, one operation each, '
              'then stock runs its iterations alone (interleaved, its '
-             'directory scans evicted the CPU caches of the next '
-             'configuration; see Method). '
+             'directory scans slowed the next configuration; see '
+             'Method). '
              '%d iterations, each on a name no process has used before; '
              'a budget of %.0f s of operations per configuration, size '
              'and operation: a configuration that does not finish its '
@@ -461,9 +461,9 @@ def markdown(res, plot_name):
              'one operation each, each first in every other iteration; '
              'stock runs its iterations after them, alone. Stock\'s full '
              'directory scans take up to seconds at 1,000,000 entries and '
-             'evict the CPU caches of whatever runs next: in rotation with '
-             'all three, the configuration that followed stock paid for '
-             'them (fastcase in two iterations of three).')
+             'slow whatever runs next: in rotation with all three, the '
+             'configuration that followed stock paid for them (fastcase '
+             'in two iterations of three).')
     if res.get('server_cost_method') == 'perf':
         L.append('- Server CPU: `perf` could count instructions on this '
                  'machine, but the figures are CPU time from '
