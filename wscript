@@ -38,6 +38,9 @@ ENGINE_SOURCES = ['modules/fastcase_fold.c',
 		  'modules/fastcase_engine.c',
 		  'modules/fastcase_params.c']
 
+# The interpreter of the test scripts (Samba's Python bindings are Debian's)
+PYTHON = '/usr/bin/python3'
+
 UNIT_TESTS = ['test_fold', 'test_params', 'test_cache', 'test_engine']
 
 
@@ -318,85 +321,92 @@ def _stop_gently(proc):
 	proc.wait()
 
 
-def run_tests(bld):
-	top_dir = bld.path.abspath()
-	out_dir = bld.bldnode.abspath()
-	passed = failed = 0
-	filt = Options.options.filter
-	for t in UNIT_TESTS:
-		if filt and filt not in t:
-			continue
-		rc = _run([os.path.join(out_dir, 'tests/unit', t)])
+# A suite (unit test binary, run.py, test_tools.py) whose filter selects no
+# test exits with this: with --filter that suite is left out of the count;
+# anywhere else (no filter, the ASan and valgrind reruns' own filters) it is
+# a failure, so that a renamed test cannot turn a run into a silent pass.
+NONE_SELECTED = 5
+
+
+class Tally:
+	"""Suites passed and failed; those a --filter left empty apart."""
+
+	def __init__(self):
+		self.passed = self.failed = 0
+		self.empty = []
+
+	def add(self, rc, what, may_be_empty=False):
 		if rc == 0:
-			passed += 1
+			self.passed += 1
+		elif rc == NONE_SELECTED and may_be_empty:
+			self.empty.append(what)
 		else:
-			failed += 1
-			Logs.error('unit test %s failed (exit %d)' % (t, rc))
+			self.failed += 1
+			if rc == NONE_SELECTED:
+				Logs.error('%s selected no test' % what)
+			else:
+				Logs.error('%s failed (exit %d)' % (what, rc))
+
+
+def run_unit_tests(bld, tally, filt):
+	out_dir = bld.bldnode.abspath()
+	for t in UNIT_TESTS:
+		cmd = [os.path.join(out_dir, 'tests/unit', t)]
+		if filt:
+			cmd += ['--filter', filt]
+		tally.add(_run(cmd), 'unit test %s' % t, bool(filt))
 	if not filt:
 		for target in build_asan_unit_tests(bld):
-			rc = _run([target])
-			if rc == 0:
-				passed += 1
-			else:
-				failed += 1
-				Logs.error('unit test %s under ASan/UBSan failed'
-					   ' (exit %d)' % (target, rc))
+			tally.add(_run([target]), 'unit test %s under ASan/UBSan'
+				  % target)
+
+
+def run_integration(bld, tally, filt):
+	top_dir = bld.path.abspath()
+	out_dir = bld.bldnode.abspath()
+	run_py = os.path.join(top_dir, 'tests/integration/run.py')
+	cmd = [PYTHON, os.path.join(top_dir, 'tests/tools/test_tools.py'),
+	       '--build', out_dir]
+	if filt:
+		cmd += ['--filter', filt]
+	tally.add(_run(cmd), 'tool and package tests', bool(filt))
+	cmd = [PYTHON, run_py, '--build', out_dir]
+	if filt:
+		cmd += ['--filter', filt]
+	tally.add(_run(cmd), 'integration tests', bool(filt))
+	if filt:
+		return
+	asan_dir, runtime = build_asan_module(bld)
+	env = dict(os.environ, FASTCASE_SMBD_PRELOAD=runtime)
+	for suite in ['test_engine', 'test_reliability', 'test_hostile']:
+		tally.add(_run([PYTHON, run_py, '--build', asan_dir,
+				'--filter', suite], env=env),
+			  '%s under ASan/UBSan' % suite)
+	# once under valgrind's memcheck: slow, so one class
+	env = dict(os.environ, FASTCASE_SMBD_VALGRIND='1')
+	tally.add(_run([PYTHON, run_py, '--build', out_dir,
+			'--filter', 'test_engine.WrongCaseOperations'], env=env),
+		  'integration tests under valgrind')
+
+
+def run_tests(bld):
+	filt = Options.options.filter
+	tally = Tally()
+	run_unit_tests(bld, tally, filt)
 	if not filt or 'fuzz' in filt:
-		if run_fuzzers(bld, runs=100000) == 0:
-			passed += 1
-		else:
-			failed += 1
+		tally.add(0 if run_fuzzers(bld, runs=100000) == 0 else 1,
+			  'fuzzers')
 	if not Options.options.unit_only:
-		cmd = ['/usr/bin/python3',
-		       os.path.join(top_dir, 'tests/tools/test_tools.py'),
-		       '--build', out_dir]
-		if filt:
-			cmd += ['--filter', filt]
-		rc = _run(cmd)
-		if rc == 0:
-			passed += 1
-		else:
-			failed += 1
-			Logs.error('tool and package tests failed (exit %d)' % rc)
-	if not Options.options.unit_only:
-		cmd = ['/usr/bin/python3',
-		       os.path.join(top_dir, 'tests/integration/run.py'),
-		       '--build', out_dir]
-		if filt:
-			cmd += ['--filter', filt]
-		rc = _run(cmd)
-		if rc == 0:
-			passed += 1
-		else:
-			failed += 1
-			Logs.error('integration tests failed (exit %d)' % rc)
-	if not Options.options.unit_only and not filt:
-		asan_dir, runtime = build_asan_module(bld)
-		env = dict(os.environ, FASTCASE_SMBD_PRELOAD=runtime)
-		for suite in ['test_engine', 'test_reliability', 'test_hostile']:
-			rc = _run(['/usr/bin/python3',
-				   os.path.join(top_dir, 'tests/integration/run.py'),
-				   '--build', asan_dir, '--filter', suite],
-				  env=env)
-			if rc == 0:
-				passed += 1
-			else:
-				failed += 1
-				Logs.error('%s under ASan/UBSan failed' % suite)
-		# once under valgrind's memcheck: slow, so one class
-		env = dict(os.environ, FASTCASE_SMBD_VALGRIND='1')
-		rc = _run(['/usr/bin/python3',
-			   os.path.join(top_dir, 'tests/integration/run.py'),
-			   '--build', out_dir,
-			   '--filter', 'test_engine.WrongCaseOperations'], env=env)
-		if rc == 0:
-			passed += 1
-		else:
-			failed += 1
-			Logs.error('integration tests under valgrind failed')
-	print('suites: %d passed, %d failed' % (passed, failed))
-	if failed:
-		raise Errors.WafError('%d test suite(s) failed' % failed)
+		run_integration(bld, tally, filt)
+	if tally.empty:
+		Logs.info('--filter %r selects no test in: %s'
+			  % (filt, ', '.join(tally.empty)))
+	print('suites: %d passed, %d failed' % (tally.passed, tally.failed))
+	if tally.failed:
+		raise Errors.WafError('%d test suite(s) failed' % tally.failed)
+	if tally.passed == 0:
+		raise Errors.WafError('--filter %r selects no test at all'
+				      % filt)
 
 
 def run_demo(bld):

@@ -14,7 +14,9 @@ The outer process supervises: it stops every smbd the tests started if the
 inner run dies or exceeds --timeout.
 
 The last line printed is "N passed, N failed" (", N skipped" when any were
-skipped). Exit status 0 only when something passed and nothing failed.
+skipped). Exit status 0 only when something passed and nothing failed; 5
+when --filter selects no test, 1 for any other failure (a selection that
+was skipped entirely included).
 """
 
 import argparse
@@ -30,6 +32,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import harness  # noqa: E402
+
+# exit status when --filter selects no test (as pytest's "no tests
+# collected"): ./waf test --filter tells it from a failure
+NONE_SELECTED = 5
 
 
 def parse_args():
@@ -192,6 +198,11 @@ def run_tests(args):
         tests = [t for t in iter_tests(suite)
                  if not args.filter or args.filter in t.id()
                  or isinstance(t, unittest.loader._FailedTest)]
+        if not tests:
+            # a renamed class must not make a run pass on nothing
+            print('run.py: no test id contains %r' % args.filter)
+            print('0 passed, 0 failed', flush=True)
+            return NONE_SELECTED
         runner = unittest.TextTestRunner(stream=sys.stdout,
                                          verbosity=1 if args.quiet else 2,
                                          resultclass=Result)
@@ -211,10 +222,10 @@ def run_tests(args):
         line += ', %d skipped' % counts['skipped']
     nothing = counts['passed'] + counts['failed'] == 0
     if nothing:
-        print('run.py: no test ran (filter %r)' % args.filter)
+        print('run.py: no test ran: the %d selected were skipped'
+              % len(tests))
     print(line, flush=True)
-    # a filter that selects none of these tests is not a failure
-    return 1 if counts['failed'] or (nothing and not args.filter) else 0
+    return 1 if counts['failed'] or nothing else 0
 
 
 def main():

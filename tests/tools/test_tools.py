@@ -185,6 +185,16 @@ class DebianPackageTest(unittest.TestCase):
             self.assertIn(('samba (= %s)' % samba).encode(), depends)
 
 
+# exit status when --filter selects no test (./waf test --filter tells it
+# from a failure)
+NONE_SELECTED = 5
+
+
+def test_id(test):
+    """test_tools.Class.test, whether run as a script or imported."""
+    return 'test_tools.' + test.id().split('.', 1)[1]
+
+
 def main():
     global BUILD
     ap = argparse.ArgumentParser()
@@ -200,14 +210,19 @@ def main():
         for t in s:
             if isinstance(t, unittest.TestSuite):
                 flatten(t)
-            elif args.filter in t.id():
+            elif args.filter in test_id(t):
                 tests.append(t)
     flatten(suite)
+    if not tests:
+        # a renamed class must not make a run pass on nothing
+        print('test_tools.py: no test id contains %r' % args.filter)
+        print('0 passed, 0 failed')
+        return NONE_SELECTED
     result = unittest.TextTestRunner(verbosity=2).run(
         unittest.TestSuite(tests))
     failed = len(result.failures) + len(result.errors)
     print('%d passed, %d failed' % (result.testsRun - failed, failed))
-    return 1 if failed or (result.testsRun == 0 and not args.filter) else 0
+    return 1 if failed or result.testsRun == 0 else 0
 
 
 if __name__ == '__main__':

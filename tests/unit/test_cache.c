@@ -1169,7 +1169,7 @@ static void test_dir_locks(void **state)
 	close(big.fd);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_build_and_lookup,
@@ -1194,6 +1194,5 @@ int main(void)
 						setup, teardown),
 	};
 
-	cmocka_set_message_output(CM_OUTPUT_STDOUT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return unit_run(tests, ARRAY_SIZE(tests), argc, argv);
 }

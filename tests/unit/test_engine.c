@@ -1577,7 +1577,7 @@ static void test_second_engine_same_process(void **state)
 	close(fd);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1604,6 +1604,5 @@ int main(void)
 
 	/* a peer that dies must not kill us through a closed pipe */
 	signal(SIGPIPE, SIG_IGN);
-	cmocka_set_message_output(CM_OUTPUT_STDOUT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return unit_run(tests, ARRAY_SIZE(tests), argc, argv);
 }

@@ -800,7 +800,7 @@ static void test_rules_tags(void **state)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_windows_ascii),
@@ -820,6 +820,5 @@ int main(void)
 		cmocka_unit_test(test_rules_tags),
 	};
 
-	cmocka_set_message_output(CM_OUTPUT_STDOUT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return unit_run(tests, ARRAY_SIZE(tests), argc, argv);
 }

@@ -14,6 +14,7 @@
 
 #include <setjmp.h>
 #include <cmocka.h>
+#include "unit_util.h"
 
 /* Set one value that must be accepted. */
 static void ok(struct fastcase_config *cfg, const char *name,
@@ -395,7 +396,7 @@ static void test_config_check(void **state)
 	assert_int_equal(fastcase_config_check(&cfg, &bad_param, &why), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
@@ -412,6 +413,5 @@ int main(void)
 		cmocka_unit_test(test_config_check),
 	};
 
-	cmocka_set_message_output(CM_OUTPUT_STDOUT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return unit_run(tests, ARRAY_SIZE(tests), argc, argv);
 }

@@ -12,9 +12,27 @@
 #ifndef _FASTCASE_UNIT_UTIL_H_
 #define _FASTCASE_UNIT_UTIL_H_
 
+#include <stddef.h>
 #include <talloc.h>
 
-/* A fresh directory /tmp/<prefix>-XXXXXX, allocated on mem_ctx. */
+struct CMUnitTest;
+
+/*
+ * Exit status of a test binary whose filter selects no test (pytest's
+ * "no tests collected"): ./waf test tells it from a failure.
+ */
+#define UNIT_NONE_SELECTED 5
+
+/*
+ * main() of a unit test binary: runs the tests whose id, "<binary>.<test
+ * function>", contains the argument of "--filter NAME" (all without one).
+ * Returns 0 when every selected test passed, 1 when one failed or the
+ * arguments are wrong, UNIT_NONE_SELECTED when the filter selects none.
+ */
+int unit_run(const struct CMUnitTest *tests, size_t ntests,
+	     int argc, char **argv);
+
+/* A fresh directory $TMPDIR/<prefix>-XXXXXX (/tmp without TMPDIR). */
 char *unit_tmpdir(TALLOC_CTX *mem_ctx, const char *prefix);
 
 /* Remove a directory tree made by the tests; symlinks are not followed. */
