@@ -10,11 +10,13 @@ FASTCASE_STRESS_SECONDS makes the storm longer (./waf stress).
 import json
 import multiprocessing
 import os
+import queue
 import random
 import signal
 import subprocess
 import sys
 import time
+import traceback
 
 from samba import NTSTATUSError
 from samba import ntstatus
@@ -39,62 +41,108 @@ def status_of(exc):
     return exc.args[0] & 0xffffffff
 
 
-def smb_worker(conn_fn, share, d, seed, deadline, counts):
+# What an operation of the storm may meet: other workers create, rename and
+# delete the same names under it. Any other status fails the test.
+RACE_STATUSES = {
+    ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
+    ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+    ntstatus.NT_STATUS_SHARING_VIOLATION,
+    ntstatus.NT_STATUS_DELETE_PENDING,
+    ntstatus.NT_STATUS_ACCESS_DENIED,
+}
+# What a client meets when its smbd child is killed (only expected then).
+DISCONNECT_STATUSES = {
+    ntstatus.NT_STATUS_CONNECTION_DISCONNECTED,
+    ntstatus.NT_STATUS_CONNECTION_RESET,
+    ntstatus.NT_STATUS_END_OF_FILE,
+    ntstatus.NT_STATUS_INVALID_NETWORK_RESPONSE,
+    ntstatus.NT_STATUS_PIPE_BROKEN,
+    ntstatus.NT_STATUS_IO_TIMEOUT,
+}
+RACE_STATUSES = {s & 0xffffffff for s in RACE_STATUSES}
+DISCONNECT_STATUSES = {s & 0xffffffff for s in DISCONNECT_STATUSES}
+
+
+def smb_operation(conn, rnd, d):
+    """One random operation on a random spelling; its kind."""
+    base = rnd.choice(BASES)
+    name = d + '\\' + rnd.choice(spellings(base))
+    op = rnd.random()
+    if op < 0.35:
+        fnum = conn.create(name, DesiredAccess=READ_WRITE,
+                           ShareAccess=SHARE_ALL,
+                           CreateDisposition=FILE_CREATE)
+        conn.write(fnum, b'smb', 0)
+        conn.close(fnum)
+        return 'create'
+    if op < 0.6:
+        conn.loadfile(name)
+        return 'load'
+    if op < 0.8:
+        other = rnd.choice(BASES)
+        conn.rename(name, d + '\\' + rnd.choice(spellings(other)))
+        return 'rename'
+    if op < 0.95:
+        conn.unlink(name)
+        return 'unlink'
+    conn.mkdir(d + '\\' + rnd.choice(spellings('dir-' + base)))
+    return 'mkdir'
+
+
+def smb_worker(conn_fn, share, d, seed, deadline, disconnects, results):
+    """Random operations until deadline; puts (kind, {op: successes},
+    {status: count}) or ('error', traceback) on results."""
     rnd = random.Random(seed)
     conn = None
-    ops = 0
-    while time.time() < deadline:
-        try:
-            if conn is None:
-                conn = conn_fn(share)
-            base = rnd.choice(BASES)
-            name = d + '\\' + rnd.choice(spellings(base))
-            op = rnd.random()
-            if op < 0.35:
-                fnum = conn.create(name, DesiredAccess=READ_WRITE,
-                                   ShareAccess=SHARE_ALL,
-                                   CreateDisposition=FILE_CREATE)
-                conn.write(fnum, b'smb', 0)
-                conn.close(fnum)
-            elif op < 0.6:
-                conn.loadfile(name)
-            elif op < 0.8:
-                other = rnd.choice(BASES)
-                conn.rename(name, d + '\\' + rnd.choice(spellings(other)))
-            elif op < 0.95:
-                conn.unlink(name)
-            else:
-                conn.mkdir(d + '\\' + rnd.choice(spellings('dir-' + base)))
-            ops += 1
-        except NTSTATUSError:
-            ops += 1
-        except Exception:
-            # the server process was killed: reconnect
-            conn = None
-            time.sleep(0.05)
-    counts.put(ops)
+    done = {}
+    statuses = {}
+    try:
+        while time.time() < deadline:
+            try:
+                if conn is None:
+                    conn = conn_fn(share)
+                op = smb_operation(conn, rnd, d)
+                done[op] = done.get(op, 0) + 1
+            except NTSTATUSError as e:
+                status = status_of(e)
+                if status in DISCONNECT_STATUSES and disconnects:
+                    conn = None     # its smbd was killed: reconnect
+                elif status not in RACE_STATUSES:
+                    raise
+                statuses[status] = statuses.get(status, 0) + 1
+        results.put(('smb', done, statuses))
+    except BaseException:
+        results.put(('error', 'SMB worker %d:\n%s'
+                     % (seed, traceback.format_exc())))
 
 
-def local_worker(path, seed, deadline, counts):
+def local_worker(path, seed, deadline, results):
     rnd = random.Random(seed)
-    ops = 0
-    while time.time() < deadline:
-        name = os.path.join(path, rnd.choice(
-            spellings('local-' + rnd.choice(BASES))))
-        try:
+    done = {}
+    try:
+        while time.time() < deadline:
+            name = os.path.join(path, rnd.choice(
+                spellings('local-' + rnd.choice(BASES))))
             op = rnd.random()
-            if op < 0.4:
-                with open(name, 'wb') as f:
-                    f.write(b'local')
-            elif op < 0.7:
-                os.unlink(name)
-            else:
-                os.rename(name, os.path.join(path, rnd.choice(
-                    spellings('local-' + rnd.choice(BASES)))))
-        except OSError:
-            pass
-        ops += 1
-    counts.put(ops)
+            try:
+                if op < 0.4:
+                    with open(name, 'wb') as f:
+                        f.write(b'local')
+                    kind = 'local create'
+                elif op < 0.7:
+                    os.unlink(name)
+                    kind = 'local unlink'
+                else:
+                    os.rename(name, os.path.join(path, rnd.choice(
+                        spellings('local-' + rnd.choice(BASES)))))
+                    kind = 'local rename'
+            except FileNotFoundError:
+                continue    # the other local worker moved it first
+            done[kind] = done.get(kind, 0) + 1
+        results.put(('local', done, {}))
+    except BaseException:
+        results.put(('error', 'local worker %d:\n%s'
+                     % (seed, traceback.format_exc())))
 
 
 def smbd_children(parent):
@@ -136,13 +184,14 @@ class Storm(SmbdTestCase):
     def run_storm(self, d, kill_children):
         ctx = multiprocessing.get_context('fork')
         deadline = time.time() + STORM_SECONDS
-        counts = ctx.Queue()
+        results = ctx.Queue()
         procs = [ctx.Process(target=smb_worker,
-                             args=(self.conn, 'fc', d, i, deadline, counts))
+                             args=(self.conn, 'fc', d, i, deadline,
+                                   kill_children, results))
                  for i in range(16)]
         procs += [ctx.Process(target=local_worker,
                               args=(self.local('fc', d), 100 + i, deadline,
-                                    counts))
+                                    results))
                   for i in range(2)]
         for p in procs:
             p.start()
@@ -154,10 +203,34 @@ class Storm(SmbdTestCase):
                 if len(children) > 2:
                     os.kill(random.choice(children), signal.SIGKILL)
                     killed += 1
+        reports = []
+        for _ in procs:
+            try:
+                reports.append(results.get(timeout=STORM_SECONDS + 60))
+            except queue.Empty:
+                break
         for p in procs:
-            p.join(STORM_SECONDS + 60)
-        total = sum(counts.get(timeout=5) for _ in procs)
-        self.assertGreater(total, 100)
+            p.join(10)
+        errors = [r[1] for r in reports if r[0] == 'error']
+        self.assertEqual(errors, [], 'a worker met the unexpected')
+        self.assertEqual(len(reports), len(procs),
+                         'workers died without a report: exit codes %r'
+                         % [p.exitcode for p in procs])
+        done = {}
+        statuses = {}
+        for _kind, ops, st in reports:
+            for op, n in ops.items():
+                done[op] = done.get(op, 0) + n
+            for status, n in st.items():
+                statuses['0x%08x' % status] = (
+                    statuses.get('0x%08x' % status, 0) + n)
+        sys.stderr.write('storm: successes %r, statuses met %r\n'
+                         % (done, statuses))
+        # only operations that succeeded count; each kind did
+        for op in ('create', 'load', 'rename', 'unlink', 'mkdir',
+                   'local create', 'local unlink', 'local rename'):
+            self.assertGreater(done.get(op, 0), 0, (op, done))
+        self.assertGreater(sum(done.values()), 100, done)
         return killed
 
     def test_storm(self):
