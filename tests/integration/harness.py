@@ -294,6 +294,41 @@ def remove_registered(path):
             remove_tree(d)
 
 
+def holders(path):
+    """PIDs of the processes that have path open or mapped."""
+    real = os.path.realpath(path)
+    found = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir('/proc/%s/fd' % pid)
+            held = any(os.readlink('/proc/%s/fd/%s' % (pid, fd)) == real
+                       for fd in fds)
+            if not held:
+                with open('/proc/%s/maps' % pid) as f:
+                    held = any(line.rstrip('\n').endswith(' ' + real)
+                               for line in f)
+        except OSError:
+            continue        # gone meanwhile, or a kernel thread
+        if held:
+            found.append(int(pid))
+    return found
+
+
+def wait_until(condition, timeout, what):
+    """Poll condition() until it returns a true value (returned) or
+    timeout seconds pass (AssertionError saying what was awaited)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError('waited %ss for %s' % (timeout, what))
+        time.sleep(0.02)
+
+
 def _killpg(pgid, sig):
     try:
         os.killpg(pgid, sig)
@@ -552,6 +587,14 @@ class Smbd:
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.05)
+
+    def wait_unused(self, path=None, timeout=10):
+        """Wait until no process has path (the cache file) open: every
+        smbd child that used it has ended its trees and exited."""
+        path = path or self.cache_file
+        wait_until(lambda: not holders(path), timeout,
+                   'no process to have %s open (held by %r)'
+                   % (path, holders(path)))
 
     def valgrind_report(self):
         """memcheck errors whose stack passes through the module."""

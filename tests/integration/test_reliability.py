@@ -304,8 +304,8 @@ class BrokenCacheFiles(SmbdTestCase):
                          ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
 
     def replace_cache_file(self, data):
-        # no connection is open, so nothing has the file open
-        time.sleep(0.3)
+        # the last test's smbd child may still be exiting
+        self.smbd.wait_unused()
         with open(self.smbd.cache_file, 'wb') as f:
             f.write(data)
 
@@ -315,7 +315,7 @@ class BrokenCacheFiles(SmbdTestCase):
 
     def test_truncated_file(self):
         self.conn('fc').list('')
-        time.sleep(0.3)
+        self.smbd.wait_unused()
         size = os.path.getsize(self.smbd.cache_file)
         with open(self.smbd.cache_file, 'r+b') as f:
             f.truncate(size // 3)
