@@ -14,6 +14,7 @@
 #   ./waf torture    smbtorture, stock against fastcase, side by side
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,8 +39,9 @@ ENGINE_SOURCES = ['modules/fastcase_fold.c',
 		  'modules/fastcase_engine.c',
 		  'modules/fastcase_params.c']
 
-# The interpreter of the test scripts (Samba's Python bindings are Debian's)
-PYTHON = '/usr/bin/python3'
+# The interpreter of the test scripts: the one running waf (./waf runs it
+# with Debian's python3, which has Samba's bindings)
+PYTHON = sys.executable
 
 UNIT_TESTS = ['test_fold', 'test_params', 'test_cache', 'test_engine']
 
@@ -57,9 +59,20 @@ def options(opt):
 		       help='test: run the unit tests only')
 
 
+def tool(name):
+	"""Absolute path of a program, on PATH or in the system directories
+	(smbd is in sbin, which is not always on PATH)."""
+	path = shutil.which(name, path=os.environ.get('PATH', '') +
+			    ':/usr/sbin:/usr/bin:/sbin:/bin')
+	if path is None:
+		raise Errors.WafError('%s not found: is its package installed?'
+				      % name)
+	return path
+
+
 def smbd_build_value(name):
 	"""A path compiled into the installed smbd (smbd -b)."""
-	text = subprocess.run(['smbd', '-b'], capture_output=True,
+	text = subprocess.run([tool('smbd'), '-b'], capture_output=True,
 			      text=True, check=True).stdout
 	for line in text.splitlines():
 		line = line.strip()
@@ -411,7 +424,7 @@ def run_tests(bld):
 
 def run_demo(bld):
 	script = os.path.join(bld.path.abspath(), 'tests/integration/demo.py')
-	rc = _run(['/usr/bin/python3', script, '--build', bld.bldnode.abspath()])
+	rc = _run([PYTHON, script, '--build', bld.bldnode.abspath()])
 	if rc:
 		raise Errors.WafError('demo exited with %d' % rc)
 
@@ -425,7 +438,7 @@ class TestContext(Build.BuildContext):
 def run_stress(bld):
 	env = dict(os.environ)
 	env.setdefault('FASTCASE_STRESS_SECONDS', '300')
-	rc = _run(['/usr/bin/python3',
+	rc = _run([PYTHON,
 		   os.path.join(bld.path.abspath(), 'tests/integration/run.py'),
 		   '--build', bld.bldnode.abspath(),
 		   '--filter', 'test_reliability.Storm'], env=env)
@@ -454,7 +467,7 @@ class DemoContext(Build.BuildContext):
 def run_torture(bld):
 	"""smbtorture on a stock and a fastcase share, side by side (the full
 	list; tests/torture/run_torture.py)."""
-	rc = _run(['/usr/bin/python3',
+	rc = _run([PYTHON,
 		   os.path.join(bld.path.abspath(), 'tests/torture/run_torture.py'),
 		   '--build', bld.bldnode.abspath()])
 	if rc:
@@ -475,7 +488,7 @@ def run_bench(bld):
 	way. FASTCASE_BENCH_ARGS adds options of bench.py (--sizes, ...)."""
 	top_dir = bld.path.abspath()
 	out_dir = bld.bldnode.abspath()
-	cmd = ['/usr/bin/python3', os.path.join(top_dir, 'tests/bench/bench.py'),
+	cmd = [PYTHON, os.path.join(top_dir, 'tests/bench/bench.py'),
 	       '--build', out_dir]
 	command = './waf bench'
 	if Options.options.quick:

@@ -44,6 +44,7 @@ Environment:
 """
 
 import glob
+import json
 import os
 import re
 import shutil
@@ -55,7 +56,9 @@ import tempfile
 import time
 import unittest
 
-PYTHON = '/usr/bin/python3'
+# The interpreter running the tests (./waf runs them with Debian's python3,
+# which has Samba's bindings); the scripts start their children with it.
+PYTHON = sys.executable
 
 # Set in the environment of a process running inside the namespaces that
 # run.py / demo.py create.
@@ -90,14 +93,115 @@ _tool_cache = {}
 
 
 def tool(name):
-    """Absolute path of a Samba program (sbin is not always on PATH)."""
+    """Absolute path of a program: every command the tests run is looked
+    up here, once, on PATH and then in the system directories (sbin, where
+    smbd lives, is not always on PATH)."""
     if name not in _tool_cache:
         path = shutil.which(name, path=os.environ.get('PATH', '') +
                             ':/usr/sbin:/usr/bin:/sbin:/bin')
         if path is None:
-            raise RuntimeError('%s not found: is samba installed?' % name)
+            raise RuntimeError('%s not found: is its package installed?'
+                               % name)
         _tool_cache[name] = path
     return _tool_cache[name]
+
+
+# ---------------------------------------------------------------------------
+# Host-wide sysctls (fs.inotify.*): restored even when a run is killed
+# ---------------------------------------------------------------------------
+
+# The supervisor's record of the values the tests changed (set by run.py).
+SYSCTL_RECORD_ENV = 'FASTCASE_SYSCTL_RECORD'
+# Where records live: not $TMPDIR, which may differ from one run to the
+# next, but /run, which is emptied at boot, when the sysctls reset too.
+SYSCTL_RECORD_DIR = '/run/fastcase-it'
+
+
+def _boot_id():
+    with open('/proc/sys/kernel/random/boot_id') as f:
+        return f.read().strip()
+
+
+def new_sysctl_record():
+    """A record for this supervisor: {pid, boot, values}."""
+    os.makedirs(SYSCTL_RECORD_DIR, exist_ok=True)
+    path = os.path.join(SYSCTL_RECORD_DIR, 'sysctl.%d.json' % os.getpid())
+    _write_sysctl_record(path, {'pid': os.getpid(), 'boot': _boot_id(),
+                                'values': {}})
+    return path
+
+
+def _write_sysctl_record(path, record):
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        json.dump(record, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def set_sysctl(name, value):
+    """Write /proc/sys/<name> (fs/inotify/max_queued_events) after
+    recording its value in the supervisor's record: run.py writes the
+    recorded value back when the run ends, and at its next start when the
+    run was killed. Returns the value it had (to restore at once)."""
+    record_path = os.environ.get(SYSCTL_RECORD_ENV)
+    if not record_path:
+        raise RuntimeError('set_sysctl outside run.py: nothing would '
+                           'restore %s' % name)
+    path = os.path.join('/proc/sys', name)
+    with open(path) as f:
+        old = f.read().strip()
+    with open(record_path) as f:
+        record = json.load(f)
+    # the first value seen is the host's own
+    record['values'].setdefault(path, old)
+    _write_sysctl_record(record_path, record)
+    with open(path, 'w') as f:
+        f.write(str(value))
+    return old
+
+
+def restore_sysctls(record_path):
+    """Write back the values a record holds, then remove it."""
+    try:
+        with open(record_path) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return
+    if record.get('boot') == _boot_id():
+        for path, value in record.get('values', {}).items():
+            try:
+                with open(path, 'w') as f:
+                    f.write(value)
+            except OSError as e:
+                sys.stderr.write('harness: cannot restore %s to %s: %s\n'
+                                 % (path, value, e))
+                return      # keep the record for the next start
+    os.unlink(record_path)
+
+
+def _supervisor_alive(pid):
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            return b'run.py' in f.read()
+    except OSError:
+        return False
+
+
+def restore_stale_sysctls():
+    """Restore what runs that were killed left changed."""
+    for path in glob.glob(os.path.join(SYSCTL_RECORD_DIR,
+                                       'sysctl.*.json')):
+        try:
+            with open(path) as f:
+                pid = json.load(f).get('pid', 0)
+        except (OSError, ValueError):
+            pid = 0
+        if pid != os.getpid() and not _supervisor_alive(pid):
+            sys.stderr.write('harness: restoring the sysctls a killed run '
+                             'left changed (%s)\n' % path)
+            restore_sysctls(path)
 
 
 def smbd_build_value(name):
@@ -477,7 +581,7 @@ class Smbd:
         self._stdout = open(os.path.join(self.logdir, 'smbd.stdout'), 'wb')
         if os.environ.get(VALGRIND_ENV):
             # memcheck follows smbd's forked children by itself
-            cmd = ['valgrind', '--tool=memcheck', '--num-callers=40',
+            cmd = [tool('valgrind'), '--tool=memcheck', '--num-callers=40',
                    '--log-file=' + os.path.join(self.logdir,
                                                 'valgrind.%p.log')] + cmd
             timeout = max(timeout, 120)

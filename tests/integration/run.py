@@ -11,7 +11,9 @@ port) without meeting a system smbd, and the VFS modules overlay that makes
 smbd load <build>/fastcase.so is seen by nobody else.
 
 The outer process supervises: it stops every smbd the tests started if the
-inner run dies or exceeds --timeout.
+inner run dies or exceeds --timeout, and writes back the host-wide sysctls
+the tests changed (harness.set_sysctl records them in /run/fastcase-it): at
+its end, and at its next start for a run that was killed.
 
 The last line printed is "N passed, N failed" (", N skipped" when any were
 skipped). Exit status 0 only when something passed and nothing failed; 5
@@ -66,8 +68,11 @@ def supervise(args):
         return 1
     fd, registry = tempfile.mkstemp(prefix='fastcase-it-registry-')
     os.close(fd)
+    harness.restore_stale_sysctls()
+    sysctls = harness.new_sysctl_record()
     env = dict(os.environ, **{harness.NS_MARKER: '1',
-                              harness.PID_REGISTRY_ENV: registry})
+                              harness.PID_REGISTRY_ENV: registry,
+                              harness.SYSCTL_RECORD_ENV: sysctls})
     cmd = harness.unshare_command(net=True) + [
         harness.PYTHON, os.path.abspath(__file__), '--build', build,
         '--timeout', str(args.timeout)]
@@ -102,6 +107,7 @@ def supervise(args):
         harness.kill_registered(registry)
         harness.remove_registered(registry)
         os.unlink(registry)
+        harness.restore_sysctls(sysctls)
         signal.signal(signal.SIGINT, old_int)
     if rc < 0:
         print('run.py: the test run died of signal %d' % -rc)

@@ -190,7 +190,7 @@ class DemoCommand(unittest.TestCase):
             self.assertTrue(commands, banner)
             self.assertTrue(os.path.isdir(share))
 
-            r = subprocess.run(['/bin/sh', '-c', commands[0]],
+            r = subprocess.run([harness.tool('sh'), '-c', commands[0]],
                                capture_output=True, text=True, timeout=60,
                                stdin=subprocess.DEVNULL)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

@@ -21,6 +21,7 @@ import traceback
 from samba import NTSTATUSError
 from samba import ntstatus
 
+import harness
 from harness import SmbdTestCase, FASTCASE
 
 FILE_OPEN = 1
@@ -146,7 +147,7 @@ def local_worker(path, seed, deadline, results):
 
 
 def smbd_children(parent):
-    out = subprocess.run(['pgrep', '-P', str(parent)], capture_output=True,
+    out = subprocess.run([harness.tool('pgrep'), '-P', str(parent)], capture_output=True,
                          text=True).stdout
     return [int(p) for p in out.split()]
 
@@ -250,11 +251,10 @@ class UnusableCache(SmbdTestCase):
 
     @classmethod
     def setUpClass(cls):
-        import tempfile
-        cls.ro = tempfile.mkdtemp(prefix='fastcase-ro-')
+        cls.ro = harness.make_tmpdir('fastcase-ro-')
         # a read-only file system under the cache file, root or not
-        subprocess.run(['mount', '--bind', cls.ro, cls.ro], check=True)
-        subprocess.run(['mount', '-o', 'remount,bind,ro', cls.ro],
+        subprocess.run([harness.tool('mount'), '--bind', cls.ro, cls.ro], check=True)
+        subprocess.run([harness.tool('mount'), '-o', 'remount,bind,ro', cls.ro],
                        check=True)
         cls.shares = {
             'ro': dict(FASTCASE, **{
@@ -265,8 +265,8 @@ class UnusableCache(SmbdTestCase):
     @classmethod
     def tearDownClass(cls):
         super().tearDownClass()
-        subprocess.run(['umount', cls.ro])
-        os.rmdir(cls.ro)
+        subprocess.run([harness.tool('umount'), cls.ro])
+        harness.remove_tree(cls.ro)
 
     def test_read_only_cache_directory(self):
         d = self.fresh_dir('ro')
@@ -362,17 +362,15 @@ class NoInotify(SmbdTestCase):
 
 class InotifyInstancesExhausted(SmbdTestCase):
     shares = {'fc': dict(FASTCASE)}
-    SYSCTL = '/proc/sys/fs/inotify/max_user_instances'
+    SYSCTL = 'fs/inotify/max_user_instances'
 
     def test_no_inotify_instance_left(self):
         d = self.fresh_dir('fc')
-        with open(self.SYSCTL) as f:
-            saved = f.read().strip()
         held = []
+        saved = None
         try:
             # take every instance there is for root, then connect
-            with open(self.SYSCTL, 'w') as f:
-                f.write('16')
+            saved = harness.set_sysctl(self.SYSCTL, 16)
             import ctypes
             libc = ctypes.CDLL(None, use_errno=True)
             while True:
@@ -392,8 +390,8 @@ class InotifyInstancesExhausted(SmbdTestCase):
         finally:
             for fd in held:
                 os.close(fd)
-            with open(self.SYSCTL, 'w') as f:
-                f.write(saved)
+            if saved is not None:
+                harness.set_sysctl(self.SYSCTL, saved)
 
 
 class Limits(SmbdTestCase):
@@ -499,7 +497,7 @@ class TallocPerRequest(SmbdTestCase):
     shares = {'fc': dict(FASTCASE)}
 
     def talloc_total(self, pid):
-        r = subprocess.run(['smbcontrol', '--configfile=' + self.smbd.conf,
+        r = subprocess.run([harness.tool('smbcontrol'), '--configfile=' + self.smbd.conf,
                             str(pid), 'pool-usage'],
                            capture_output=True, text=True, timeout=30,
                            errors='replace')
@@ -526,7 +524,7 @@ class TallocPerRequest(SmbdTestCase):
 
         lookups(1000)
         # the process serving this session, as smbstatus names it
-        r = subprocess.run(['smbstatus', '--configfile=' + self.smbd.conf,
+        r = subprocess.run([harness.tool('smbstatus'), '--configfile=' + self.smbd.conf,
                             '-b', '--json'], capture_output=True, text=True)
         import json
         sessions = json.loads(r.stdout)['sessions']
@@ -551,9 +549,8 @@ class CacheFileSystemFull(SmbdTestCase):
 
     @classmethod
     def setUpClass(cls):
-        import tempfile
-        cls.small = tempfile.mkdtemp(prefix='fastcase-full-')
-        subprocess.run(['mount', '-t', 'tmpfs', '-o',
+        cls.small = harness.make_tmpdir('fastcase-full-')
+        subprocess.run([harness.tool('mount'), '-t', 'tmpfs', '-o',
                         'size=%s' % cls.FS_SIZE, 'fastcase-full',
                         cls.small], check=True)
         cls.shares = {'fc': dict(FASTCASE, **{
@@ -563,8 +560,8 @@ class CacheFileSystemFull(SmbdTestCase):
     @classmethod
     def tearDownClass(cls):
         super().tearDownClass()
-        subprocess.run(['umount', cls.small])
-        os.rmdir(cls.small)
+        subprocess.run([harness.tool('umount'), cls.small])
+        harness.remove_tree(cls.small)
 
     def test_directory_too_big_for_the_disk(self):
         d = self.fresh_dir('fc')
@@ -597,20 +594,13 @@ class InotifyLimits(SmbdTestCase):
     """Few watches and a short event queue: overflows and failed watches
     fall back to validation, never to a stale answer."""
     shares = {'fc': dict(FASTCASE)}
-    WATCHES = '/proc/sys/fs/inotify/max_user_watches'
-    QUEUE = '/proc/sys/fs/inotify/max_queued_events'
+    WATCHES = 'fs/inotify/max_user_watches'
+    QUEUE = 'fs/inotify/max_queued_events'
 
-    def set_limit(self, path, value):
-        with open(path) as f:
-            saved = f.read().strip()
-        with open(path, 'w') as f:
-            f.write(str(value))
-        self.addCleanup(self.restore, path, saved)
-
-    @staticmethod
-    def restore(path, value):
-        with open(path, 'w') as f:
-            f.write(value)
+    def set_limit(self, name, value):
+        # run.py restores it too if this process is killed
+        saved = harness.set_sysctl(name, value)
+        self.addCleanup(harness.set_sysctl, name, saved)
 
     def test_queue_overflow(self):
         self.set_limit(self.QUEUE, 16)
@@ -634,8 +624,6 @@ class InotifyLimits(SmbdTestCase):
                     c.loadfile(d + '\\file%d' % i)
 
     def test_watches_exhausted(self):
-        with open('/proc/sys/fs/inotify/max_user_watches') as f:
-            int(f.read())
         # no watch can be added by anyone of this user
         self.set_limit(self.WATCHES, 1)
         d = self.fresh_dir('fc')

@@ -53,7 +53,6 @@ from harness import SmbdTestCase, FASTCASE, USER, PASSWORD
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORTURE_DIR = os.path.join(os.path.dirname(HERE), 'torture')
 
-SMBTORTURE = '/usr/bin/smbtorture'
 SEED = 4711
 
 
@@ -279,7 +278,7 @@ def client_conf(smbd):
 
 
 def smbtorture(smbd, share, names, timeout, options=()):
-    cmd = [SMBTORTURE, '//127.0.0.1/%s' % share,
+    cmd = [harness.tool('smbtorture'), '//127.0.0.1/%s' % share,
            '-U', '%s%%%s' % (USER, PASSWORD),
            '--configfile=' + client_conf(smbd),
            '--option=clientminprotocol=NT1',
@@ -353,8 +352,9 @@ def render_report():
     known = load_known_failures()
     out = []
     now = datetime.datetime.now().astimezone()
-    version = subprocess.run([SMBTORTURE, '--version'], capture_output=True,
-                             text=True).stdout.strip().split('\n')[0]
+    version = subprocess.run([harness.tool('smbtorture'), '--version'],
+                             capture_output=True, text=True).stdout
+    version = version.strip().split('\n')[0]
     out.append('Run: %s, %s, kernel %s, mode %s, seed %d.'
                % (now.strftime('%Y-%m-%d %H:%M %Z'), version or 'smbtorture',
                   platform.release(), 'full' if FULL else 'CI subset', SEED))

@@ -52,7 +52,7 @@ def main():
         env['FASTCASE_TORTURE_FULL'] = '1'
     if args.only:
         env['FASTCASE_TORTURE_ONLY'] = args.only
-    cmd = ['/usr/bin/python3', os.path.join(TOP, 'tests/integration/run.py'),
+    cmd = [sys.executable, os.path.join(TOP, 'tests/integration/run.py'),
            '--build', build, '--filter', 'test_torture',
            '--timeout', str(args.timeout)]
     if os.path.exists(report):
