@@ -147,8 +147,8 @@ def local_worker(path, seed, deadline, results):
 
 
 def smbd_children(parent):
-    out = subprocess.run([harness.tool('pgrep'), '-P', str(parent)], capture_output=True,
-                         text=True).stdout
+    out = subprocess.run([harness.tool('pgrep'), '-P', str(parent)],
+                         capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
 
 
@@ -253,9 +253,9 @@ class UnusableCache(SmbdTestCase):
     def setUpClass(cls):
         cls.ro = harness.make_tmpdir('fastcase-ro-')
         # a read-only file system under the cache file, root or not
-        subprocess.run([harness.tool('mount'), '--bind', cls.ro, cls.ro], check=True)
-        subprocess.run([harness.tool('mount'), '-o', 'remount,bind,ro', cls.ro],
-                       check=True)
+        mount = harness.tool('mount')
+        subprocess.run([mount, '--bind', cls.ro, cls.ro], check=True)
+        subprocess.run([mount, '-o', 'remount,bind,ro', cls.ro], check=True)
         cls.shares = {
             'ro': dict(FASTCASE, **{
                 'fastcase:cache file': os.path.join(cls.ro, 'c.tdb')}),
@@ -497,7 +497,8 @@ class TallocPerRequest(SmbdTestCase):
     shares = {'fc': dict(FASTCASE)}
 
     def talloc_total(self, pid):
-        r = subprocess.run([harness.tool('smbcontrol'), '--configfile=' + self.smbd.conf,
+        r = subprocess.run([harness.tool('smbcontrol'),
+                            '--configfile=' + self.smbd.conf,
                             str(pid), 'pool-usage'],
                            capture_output=True, text=True, timeout=30,
                            errors='replace')
