@@ -43,6 +43,8 @@ Environment:
   FASTCASE_TMPDIR       where temporary directories go (default: $TMPDIR)
 """
 
+import collections
+import gc
 import glob
 import json
 import os
@@ -700,6 +702,41 @@ class Smbd:
                    'no process to have %s open (held by %r)'
                    % (path, holders(path)))
 
+    def session_pids(self):
+        """PIDs of the smbd processes serving a session (smbstatus)."""
+        r = subprocess.run([tool('smbstatus'), '--configfile=' + self.conf,
+                            '-b', '--json'], capture_output=True, text=True,
+                           check=True)
+        sessions = json.loads(r.stdout).get('sessions', {})
+        return sorted({int(s['server_id']['pid'])
+                       for s in sessions.values()})
+
+    def counters(self, share):
+        """The share's counters in the cache file (fastcase-stat --json):
+        hits, misses, unknown, fallbacks, builds, events, overflows, ...
+
+        Waits until no process has the file open, as an smbd child adds
+        its counters when its trees end. The file is cleared when it is
+        next opened while nobody has it open (TDB_CLEAR_IF_FIRST): the
+        counters tell what happened since it was last idle, so a test
+        calls wait_unused() before its first connection. Every counter is
+        0 for a share that has none."""
+        # a connection dropped by the test may still sit in a reference
+        # cycle (an exception's traceback): collect it, so that it closes
+        gc.collect()
+        path = self.shares[share].get('fastcase:cache file', self.cache_file)
+        self.wait_unused(path)
+        found = collections.defaultdict(int)
+        if not os.path.exists(path):
+            return found
+        stat = os.path.join(os.environ[BUILD_ENV], 'fastcase-stat')
+        r = subprocess.run([stat, '--json', path],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SmbdError('fastcase-stat failed: %s' % r.stderr)
+        found.update(json.loads(r.stdout)['shares'].get(share, {}))
+        return found
+
     def valgrind_report(self):
         """memcheck errors whose stack passes through the module."""
         found = []
@@ -886,6 +923,26 @@ class SmbdTestCase(unittest.TestCase):
 
     def wait_for_log(self, pattern, since=None, timeout=5):
         return self.smbd.wait_for_log(pattern, since, timeout)
+
+    def counters(self, share):
+        """The share's cache counters (see Smbd.counters)."""
+        return self.smbd.counters(share)
+
+    def assertAnsweredFromCache(self, share, hits=0, misses=0, **least):
+        """Every lookup since the cache file was last idle was answered
+        by the cache (no "unknown" handed to smbd's scan, no scan of the
+        module's own), with at least this many hits and misses and at
+        least the given value of any other counter (builds=1, ...). The
+        connections must be closed. Returns the counters."""
+        c = self.counters(share)
+        shown = dict(c)
+        self.assertEqual(c['unknown'], 0, shown)
+        self.assertEqual(c['fallbacks'], 0, shown)
+        self.assertGreaterEqual(c['hits'], hits, shown)
+        self.assertGreaterEqual(c['misses'], misses, shown)
+        for name, value in least.items():
+            self.assertGreaterEqual(c[name], value, (name, shown))
+        return c
 
     def fresh_dir(self, share, name=None):
         """An empty directory on the share for this test; its name relative

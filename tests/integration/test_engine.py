@@ -223,6 +223,7 @@ class ChangesSeenAtOnce(EngineTestCase):
     def test_local_create_delete_rename_replace(self):
         d = self.fresh_dir('fc')
         self.fill('fc', d, ['Existing.txt'])
+        self.smbd.wait_unused()
         c = self.conn('fc')
         self.assertEqual(c.loadfile(d + '\\EXISTING.TXT'), b'Existing.txt')
         self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
@@ -251,9 +252,17 @@ class ChangesSeenAtOnce(EngineTestCase):
         self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
                           c.loadfile, d + '\\SUB\\OLD.TXT')
         self.assertEqual(c.loadfile(d + '\\SUB\\NEW.TXT'), b'Sub/New.txt')
+        del c
+        # The cache answered each lookup, the changes reached it as inotify
+        # events, and the replaced directory was built anew (d, Sub, the
+        # new Sub): EXISTING, LOCAL, MOVED, SUB+OLD, SUB, SUB+NEW hit;
+        # LOCAL, existing, local, OLD miss.
+        c = self.assertAnsweredFromCache('fc', hits=8, misses=4, builds=3)
+        self.assertGreater(c['events'], 0, dict(c))
 
     def test_two_connections_see_each_others_changes(self):
         d = self.fresh_dir('fc')
+        self.smbd.wait_unused()
         a, b = self.conn('fc'), self.conn('fc')
         self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
                           b.loadfile, d + '\\SHARED.TXT')
@@ -264,17 +273,25 @@ class ChangesSeenAtOnce(EngineTestCase):
         b.unlink(d + '\\sHaReD.txt')
         self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND,
                           a.loadfile, d + '\\Shared.txt')
+        del a, b
+        # SHARED.TXT, shared.TXT, sHaReD.txt hit; SHARED.TXT before the
+        # save and Shared.txt after the unlink miss
+        self.assertAnsweredFromCache('fc', hits=3, misses=2)
 
     def test_create_after_local_delete_takes_the_clients_case(self):
         # stock smbd's per-process real-name memcache would keep the
         # deleted file's spelling and create "report.docx" again
         d = self.fresh_dir('fc')
         self.fill('fc', d, ['report.docx'])
+        self.smbd.wait_unused()
         c = self.conn('fc')
         self.assertEqual(c.loadfile(d + '\\REPORT.DOCX'), b'report.docx')
         os.unlink(self.local('fc', d, 'report.docx'))
         create(c, d + '\\REPORT.DOCX', disposition=FILE_CREATE)
         self.assertEqual(os.listdir(self.local('fc', d)), ['REPORT.DOCX'])
+        del c
+        # the cache said "no such name" after the delete, at once
+        self.assertAnsweredFromCache('fc', hits=1, misses=1)
 
 
 class FoldModes(EngineTestCase):

@@ -247,7 +247,8 @@ class Storm(SmbdTestCase):
 
 
 class UnusableCache(SmbdTestCase):
-    """The cache file cannot be used: answers come from smbd's scan."""
+    """The cache file cannot be used: answers come from smbd's scan; the
+    next connection whose smbd can make it answers from the cache."""
 
     @classmethod
     def setUpClass(cls):
@@ -256,9 +257,9 @@ class UnusableCache(SmbdTestCase):
         mount = harness.tool('mount')
         subprocess.run([mount, '--bind', cls.ro, cls.ro], check=True)
         subprocess.run([mount, '-o', 'remount,bind,ro', cls.ro], check=True)
+        cls.cache_file = os.path.join(cls.ro, 'c.tdb')
         cls.shares = {
-            'ro': dict(FASTCASE, **{
-                'fastcase:cache file': os.path.join(cls.ro, 'c.tdb')}),
+            'ro': dict(FASTCASE, **{'fastcase:cache file': cls.cache_file}),
         }
         super().setUpClass()
 
@@ -282,6 +283,17 @@ class UnusableCache(SmbdTestCase):
         log = self.log_text(since=mark)
         self.assertIn('cannot use the cache file', log)
         self.assertIn('[ro]', log)
+        del c
+        # the next connection whose smbd can make the file answers from it
+        subprocess.run([harness.tool('mount'), '-o', 'remount,bind,rw',
+                        self.ro], check=True)
+        self.smbd.wait_unused(self.cache_file)
+        c = self.conn('ro')
+        self.assertEqual(c.loadfile(d + '\\PRESENT.TXT'), b'here')
+        with self.assertRaises(NTSTATUSError):
+            c.loadfile(d + '\\absent.txt')
+        del c
+        self.assertAnsweredFromCache('ro', hits=1, misses=1, builds=1)
 
 
 class BrokenCacheFiles(SmbdTestCase):
@@ -295,13 +307,16 @@ class BrokenCacheFiles(SmbdTestCase):
         self.assertEqual(c.loadfile(d + '\\PRESENT.TXT'), b'here')
         with self.assertRaises(NTSTATUSError):
             c.loadfile(d + '\\absent.txt')
-        create_variant = lambda: c.create(
-            d + '\\present.TXT', DesiredAccess=READ_WRITE,
-            ShareAccess=SHARE_ALL, CreateDisposition=FILE_CREATE)
         with self.assertRaises(NTSTATUSError) as cm:
-            create_variant()
+            c.create(d + '\\present.TXT', DesiredAccess=READ_WRITE,
+                     ShareAccess=SHARE_ALL, CreateDisposition=FILE_CREATE)
         self.assertEqual(status_of(cm.exception),
                          ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
+
+    def cache_answered(self):
+        """The broken file was made anew: the module built the directory
+        and answered the lookups of answers_are_right() itself."""
+        self.assertAnsweredFromCache('fc', hits=2, misses=1, builds=1)
 
     def replace_cache_file(self, data):
         # the last test's smbd child may still be exiting
@@ -312,6 +327,7 @@ class BrokenCacheFiles(SmbdTestCase):
     def test_garbage_file(self):
         self.replace_cache_file(os.urandom(65536))
         self.answers_are_right()
+        self.cache_answered()
 
     def test_truncated_file(self):
         self.conn('fc').list('')
@@ -320,6 +336,7 @@ class BrokenCacheFiles(SmbdTestCase):
         with open(self.smbd.cache_file, 'r+b') as f:
             f.truncate(size // 3)
         self.answers_are_right()
+        self.cache_answered()
 
     def test_older_format_held_open(self):
         # another process (an older module) holds the file with another
@@ -343,11 +360,13 @@ class BrokenCacheFiles(SmbdTestCase):
 
 
 class NoInotify(SmbdTestCase):
-    """Stamps alone, no inotify: local changes are still seen at once."""
+    """Stamps alone, no inotify: local changes are still seen at once, in
+    the cache's answers."""
     shares = {'fc': dict(FASTCASE, **{'fastcase:watch limit': '0'})}
 
     def test_local_changes_without_inotify(self):
         d = self.fresh_dir('fc')
+        self.smbd.wait_unused()
         c = self.conn('fc')
         for i in range(20):
             with open(self.local('fc', d, 'File%d' % i), 'w') as f:
@@ -358,6 +377,10 @@ class NoInotify(SmbdTestCase):
                 os.unlink(self.local('fc', d, 'File%d' % (i - 1)))
                 with self.assertRaises(NTSTATUSError):
                     c.loadfile(d + '\\file%d' % (i - 1))
+        del c
+        # the cache answered every lookup, and no inotify event was read
+        c = self.assertAnsweredFromCache('fc', hits=20, misses=10)
+        self.assertEqual(c['events'], 0, dict(c))
 
 
 class InotifyInstancesExhausted(SmbdTestCase):
@@ -366,6 +389,7 @@ class InotifyInstancesExhausted(SmbdTestCase):
 
     def test_no_inotify_instance_left(self):
         d = self.fresh_dir('fc')
+        self.smbd.wait_unused()
         held = []
         saved = None
         try:
@@ -387,6 +411,10 @@ class InotifyInstancesExhausted(SmbdTestCase):
             with self.assertRaises(NTSTATUSError):
                 c.loadfile(d + '\\made.txt')
             self.assertIn('no inotify instance', self.log_text(since=mark))
+            del c
+            # validated by timestamps: still the cache's answers
+            c = self.assertAnsweredFromCache('fc', hits=1, misses=1)
+            self.assertEqual(c['events'], 0, dict(c))
         finally:
             for fd in held:
                 os.close(fd)
@@ -525,13 +553,9 @@ class TallocPerRequest(SmbdTestCase):
 
         lookups(1000)
         # the process serving this session, as smbstatus names it
-        r = subprocess.run([harness.tool('smbstatus'), '--configfile=' + self.smbd.conf,
-                            '-b', '--json'], capture_output=True, text=True)
-        import json
-        sessions = json.loads(r.stdout)['sessions']
-        pids = {int(s['server_id']['pid']) for s in sessions.values()}
-        self.assertEqual(len(pids), 1, r.stdout)
-        pid = pids.pop()
+        pids = self.smbd.session_pids()
+        self.assertEqual(len(pids), 1, pids)
+        pid = pids[0]
         before = self.talloc_total(pid)
         lookups(10000)
         after = self.talloc_total(pid)
@@ -593,7 +617,8 @@ class CacheFileSystemTooFullToOpen(CacheFileSystemFull):
 
 class InotifyLimits(SmbdTestCase):
     """Few watches and a short event queue: overflows and failed watches
-    fall back to validation, never to a stale answer."""
+    fall back to validation, never to a stale answer, and the cache still
+    answers."""
     shares = {'fc': dict(FASTCASE)}
     WATCHES = 'fs/inotify/max_user_watches'
     QUEUE = 'fs/inotify/max_queued_events'
@@ -606,12 +631,21 @@ class InotifyLimits(SmbdTestCase):
     def test_queue_overflow(self):
         self.set_limit(self.QUEUE, 16)
         d = self.fresh_dir('fc')
+        self.smbd.wait_unused()
         c = self.conn('fc')     # a new process: its queue holds 16
         with self.assertRaises(NTSTATUSError):
             c.loadfile(d + '\\FILE0')
-        for i in range(200):    # far more events than the queue holds
-            with open(self.local('fc', d, 'File%d' % i), 'w') as f:
-                f.write(str(i))
+        # smbd reads its queue as soon as an event arrives: stopped, it
+        # cannot, and the queue overflows for certain
+        pids = self.smbd.session_pids()
+        self.assertEqual(len(pids), 1, pids)
+        os.kill(pids[0], signal.SIGSTOP)
+        try:
+            for i in range(200):    # far more events than the queue holds
+                with open(self.local('fc', d, 'File%d' % i), 'w') as f:
+                    f.write(str(i))
+        finally:
+            os.kill(pids[0], signal.SIGCONT)
         for i in range(0, 200, 7):
             self.assertEqual(c.loadfile(d + '\\FILE%d' % i), b'%d' % i)
         for i in range(0, 200, 2):
@@ -623,12 +657,17 @@ class InotifyLimits(SmbdTestCase):
             else:
                 with self.assertRaises(NTSTATUSError):
                     c.loadfile(d + '\\file%d' % i)
+        del c
+        # the queue did overflow, and the cache, revalidated, answered
+        self.assertAnsweredFromCache('fc', hits=29 + 11, misses=1 + 12,
+                                     overflows=1)
 
     def test_watches_exhausted(self):
         # no watch can be added by anyone of this user
         self.set_limit(self.WATCHES, 1)
         d = self.fresh_dir('fc')
         os.mkdir(self.local('fc', d, 'Sub'))
+        self.smbd.wait_unused()
         c = self.conn('fc')
         for i in range(10):
             with open(self.local('fc', d, 'Sub', 'F%d' % i), 'w') as f:
@@ -637,3 +676,7 @@ class InotifyLimits(SmbdTestCase):
             os.unlink(self.local('fc', d, 'Sub', 'F%d' % i))
             with self.assertRaises(NTSTATUSError):
                 c.loadfile(d + '\\sub\\F%d' % i)
+        del c
+        # no watch, validated by timestamps: the cache still answered
+        self.assertAnsweredFromCache('fc', hits=20, misses=10,
+                                     watch_failures=1)
