@@ -435,6 +435,21 @@ def wait_until(condition, timeout, what):
         time.sleep(0.02)
 
 
+def unmount(path, timeout=10):
+    """umount path, waiting (bounded) while it is busy: the processes of a
+    stopped smbd may still be exiting, their cwd on it."""
+    def done():
+        r = subprocess.run([tool('umount'), path], capture_output=True,
+                           text=True)
+        done.err = r.stderr.strip()
+        return r.returncode == 0 or not os.path.ismount(path)
+    done.err = ''
+    try:
+        wait_until(done, timeout, 'umount %s' % path)
+    except AssertionError as e:
+        raise AssertionError('%s: %s' % (e, done.err)) from None
+
+
 def _killpg(pgid, sig):
     try:
         os.killpg(pgid, sig)

@@ -266,7 +266,7 @@ class UnusableCache(SmbdTestCase):
     @classmethod
     def tearDownClass(cls):
         super().tearDownClass()
-        subprocess.run([harness.tool('umount'), cls.ro])
+        harness.unmount(cls.ro)
         harness.remove_tree(cls.ro)
 
     def test_read_only_cache_directory(self):
@@ -585,7 +585,7 @@ class CacheFileSystemFull(SmbdTestCase):
     @classmethod
     def tearDownClass(cls):
         super().tearDownClass()
-        subprocess.run([harness.tool('umount'), cls.small])
+        harness.unmount(cls.small)
         harness.remove_tree(cls.small)
 
     def test_directory_too_big_for_the_disk(self):

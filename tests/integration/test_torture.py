@@ -43,7 +43,6 @@ import sys
 import tempfile
 import time
 import unicodedata
-import unittest
 
 from samba import NTSTATUSError
 
@@ -225,14 +224,14 @@ class Run:
         self.timeout = timeout
         self.results = parse_output(out, timed_out, rc)
         if not self.results:
-            # nothing ran: a connection or usage error
+            # Nothing ran, or nothing we can read: a connection or usage
+            # error, or output of another form. Never a pass.
             why = next((l.strip() for l in out.splitlines()
                         if l.strip() and not NOISE.match(l)),
-                       'no output, exit %s' % rc)
-            status = 'timeout' if timed_out else (
-                'error' if rc else 'success')
+                       'no output')
+            why = 'no result in the output (exit %s): %s' % (rc, why)
             for n in names:
-                self.results[n] = (status, why)
+                self.results[n] = ('timeout' if timed_out else 'error', why)
 
     def failing(self):
         return {n: r for n, r in self.results.items() if r[0] in FAILING}
@@ -473,6 +472,13 @@ class TortureBase(SmbdTestCase):
         ref = runs[0]
         problems = []
         all_regressions = []
+        if not any(st == 'success' for st, _ in ref.results.values()):
+            # nothing to compare against: both shares may fail alike
+            record(self.group, list(self.labels), chk, runs, [])
+            self.fail('no subtest of %s passes on %s, the reference:\n%s'
+                      % (chk.label, self.order[0], '\n'.join(
+                          '  %s: %s: %s' % (n, st, why) for n, (st, why)
+                          in list(ref.results.items())[:10])))
         for share, run in zip(self.order[1:], runs[1:]):
             regressions = [n for n, (s, _) in ref.results.items()
                            if s == 'success' and
@@ -600,26 +606,67 @@ class Torture2Stacked(TortureBase):
 
     @classmethod
     def setUpClass(cls):
-        # streams_xattr needs user.* xattrs where the shares live: when
-        # the temporary directory's file system has none, put the shares
-        # under the build directory (on the work tree's file system).
-        base = os.environ.get('FASTCASE_TMPDIR') or tempfile.gettempdir()
+        # streams_xattr needs user.* xattrs where the shares live
+        cls.xattr_base = harness.make_tmpdir('fastcase-xattr-')
+        cls.xattr_mounts = []
         saved = os.environ.get('FASTCASE_TMPDIR')
-        if not user_xattrs_work(base):
-            build = os.environ.get(harness.BUILD_ENV, HERE)
-            other = os.path.join(build, 'torture-tmp')
-            os.makedirs(other, exist_ok=True)
-            if not user_xattrs_work(other):
-                raise unittest.SkipTest('no file system with user.* '
-                                        'xattrs for streams_xattr')
-            os.environ['FASTCASE_TMPDIR'] = other
         try:
+            os.environ['FASTCASE_TMPDIR'] = cls.xattr_dir()
             super().setUpClass()
+        except BaseException:
+            cls.unmount_xattr_dirs()
+            raise
         finally:
             if saved is None:
                 os.environ.pop('FASTCASE_TMPDIR', None)
             else:
                 os.environ['FASTCASE_TMPDIR'] = saved
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.unmount_xattr_dirs()
+
+    @classmethod
+    def xattr_dir(cls):
+        """A directory on a file system with user.* xattrs: the temporary
+        directory's own, else a tmpfs (Linux 6.6 and later), else an ext4
+        image on a loop device, mounted in run.py's private mount
+        namespace. No such file system fails the class."""
+        base = cls.xattr_base
+        if user_xattrs_work(base):
+            return base
+        mount = harness.tool('mount')
+        tmpfs = os.path.join(base, 'tmpfs')
+        os.mkdir(tmpfs)
+        subprocess.run([mount, '-t', 'tmpfs', '-o', 'size=512m,mode=0755',
+                        'fastcase-xattr', tmpfs], check=True)
+        cls.xattr_mounts.append(tmpfs)
+        if user_xattrs_work(tmpfs):
+            return tmpfs
+        image = os.path.join(base, 'ext4.img')
+        with open(image, 'wb') as f:
+            f.truncate(512 << 20)
+        subprocess.run([harness.tool('mkfs.ext4'), '-q', '-F', image],
+                       check=True)
+        ext4 = os.path.join(base, 'ext4')
+        os.mkdir(ext4)
+        subprocess.run([mount, '-o', 'loop', image, ext4], check=True)
+        cls.xattr_mounts.append(ext4)
+        if user_xattrs_work(ext4):
+            return ext4
+        raise AssertionError('no file system takes user.* xattrs for '
+                             'streams_xattr: not %s, a tmpfs nor ext4'
+                             % base)
+
+    @classmethod
+    def unmount_xattr_dirs(cls):
+        for m in reversed(cls.xattr_mounts):
+            harness.unmount(m)
+        cls.xattr_mounts = []
+        harness.remove_tree(cls.xattr_base)
 
 
 Torture2Stacked.add_checks(selected(FULL_STACKED if FULL else CI_STACKED))
