@@ -1,8 +1,9 @@
 """
 The engine through a real smbd: wrong-case names, misses, creates, renames
 and deletes answered from the shared cache; changes by local programs and
-by other connections seen at once; atomic case-variant creates; each fold
-mode end to end.
+by other connections seen at once; atomic case-variant creates, mkdirs and
+renames (one of several connections racing wins); each fold mode end to
+end.
 """
 
 import json
@@ -215,6 +216,86 @@ class ConcurrentCreates(EngineTestCase):
                 ntstatus.NT_STATUS_OBJECT_NAME_COLLISION & 0xffffffff)
             self.assertEqual(outcomes.count(collision), len(spellings) - 1,
                              outcomes)
+
+
+def _race(conn_fn, share, op, barrier, results):
+    """op(conn) on a connection of its own once every racer is ready."""
+    conn = conn_fn(share)
+    barrier.wait()
+    try:
+        op(conn)
+        results.put('ok')
+    except NTSTATUSError as e:
+        results.put('0x%08x' % status_of(e))
+
+
+class ConcurrentCaseVariants(EngineTestCase):
+    """Connections (several smbd processes) make one new name at the same
+    moment, each in its own spelling: exactly one wins, the others are
+    told the name exists."""
+    shares = {'fc': dict(FASTCASE)}
+    SPELLINGS = ['Folder', 'FOLDER', 'folder', 'FoLdEr', 'fOLDER', 'FOLDEr']
+    ROUNDS = 15
+
+    def race(self, ops):
+        """Run each op(conn) at once; their outcomes, sorted."""
+        ctx = multiprocessing.get_context('fork')
+        barrier = ctx.Barrier(len(ops))
+        results = ctx.Queue()
+        procs = [ctx.Process(target=_race, args=(self.conn, 'fc', op,
+                                                 barrier, results))
+                 for op in ops]
+        for p in procs:
+            p.start()
+        outcomes = sorted(results.get(timeout=60) for _ in procs)
+        for p in procs:
+            p.join(10)
+        return outcomes
+
+    def assertOneWins(self, outcomes, what):
+        collision = '0x%08x' % (
+            ntstatus.NT_STATUS_OBJECT_NAME_COLLISION & 0xffffffff)
+        self.assertEqual(outcomes.count('ok'), 1, (what, outcomes))
+        self.assertEqual(outcomes.count(collision), len(outcomes) - 1,
+                         (what, outcomes))
+
+    def test_mkdir_of_case_variants_at_once_yields_one_directory(self):
+        d = self.fresh_dir('fc')
+        for rnd in range(self.ROUNDS):
+            name = 'Round%02d' % rnd
+            outcomes = self.race([
+                lambda c, p='%s\\%s%s' % (d, name, s): c.mkdir(p)
+                for s in self.SPELLINGS])
+            made = [n for n in os.listdir(self.local('fc', d))
+                    if n.lower() == (name + 'folder').lower()]
+            self.assertEqual(len(made), 1, (rnd, made, outcomes))
+            self.assertTrue(os.path.isdir(self.local('fc', d, made[0])))
+            self.assertOneWins(outcomes, rnd)
+
+    def test_renames_onto_case_variants_at_once_yield_one_file(self):
+        d = self.fresh_dir('fc')
+        for rnd in range(self.ROUNDS):
+            name = 'Round%02d' % rnd
+            # a different file per connection, each renamed onto its own
+            # spelling of one new name
+            sources = ['%s-source%d.txt' % (name, i)
+                       for i in range(len(self.SPELLINGS))]
+            self.fill('fc', d, sources)
+            outcomes = self.race([
+                lambda c, src=src, s=s: c.rename(
+                    '%s\\%s' % (d, src), '%s\\%s%s.txt' % (d, name, s))
+                for src, s in zip(sources, self.SPELLINGS)])
+            listing = os.listdir(self.local('fc', d))
+            made = [n for n in listing
+                    if n.lower() == (name + 'folder.txt').lower()]
+            left = [n for n in sources if n in listing]
+            self.assertEqual(len(made), 1, (rnd, made, outcomes))
+            self.assertEqual(len(left), len(sources) - 1, (rnd, left))
+            # the file there is the one source that is gone
+            gone, = set(sources) - set(left)
+            with open(self.local('fc', d, made[0])) as f:
+                self.assertEqual(f.read(), gone)
+            self.assertOneWins(outcomes, rnd)
 
 
 class ChangesSeenAtOnce(EngineTestCase):
