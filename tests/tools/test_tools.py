@@ -140,6 +140,11 @@ class FastcaseCheckTest(unittest.TestCase):
         r = run([self.check, '--fold', 'sideways', self.tmp])
         self.assertEqual(r.returncode, 2)
         self.assertIn(b'fold', r.stderr)
+        r = run([self.check, '--legacy-charset', 'NO-SUCH-CHARSET',
+                 self.tmp])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b'--legacy charset NO-SUCH-CHARSET: unknown to iconv',
+                      r.stderr)
 
 
 class FastcaseStatTest(unittest.TestCase):
