@@ -38,8 +38,9 @@ extern const char *const fastcase_param_names[];
 
 /*
  * Parse one parameter value into cfg. Returns 0, or EINVAL for a malformed
- * value (with *why set to a static explanation), or ENOENT for a name that
- * is not a fastcase parameter.
+ * value (with *why set to a static explanation; a legacy charset iconv
+ * does not know is malformed), or ENOENT for a name that is not a fastcase
+ * parameter, or ENOMEM.
  */
 int fastcase_param_set(struct fastcase_config *cfg, const char *name,
 		       const char *value, const char **why);

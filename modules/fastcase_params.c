@@ -10,6 +10,7 @@
  */
 
 #include "replace.h"
+#include <talloc.h>
 #include "fastcase_params.h"
 
 #include <ctype.h>
@@ -94,6 +95,42 @@ static bool valid_language(const char *value)
 	return true;
 }
 
+static int set_legacy_charset(struct fastcase_config *cfg,
+			      const char *value, const char **why)
+{
+	struct fastcase_legacy *legacy = NULL;
+	int ret;
+
+	if (strcasecmp(value, "none") == 0 || value[0] == '\0') {
+		cfg->legacy_charset = NULL;
+		return 0;
+	}
+	if (strlen(value) > 32 || strchr(value, '/') != NULL) {
+		*why = "expected an iconv charset name such as "
+			"\"ISO-8859-1\" or \"none\"";
+		return EINVAL;
+	}
+	/*
+	 * Open the very conversion the engine will use, so that an unknown
+	 * name is refused here, naming the parameter, and never later as an
+	 * engine that cannot start.
+	 */
+	ret = fastcase_legacy_open(NULL, value, &legacy);
+	if (ret == ENOMEM) {
+		*why = "out of memory while checking it";
+		return ENOMEM;
+	}
+	if (ret != 0) {
+		*why = "unknown to iconv: expected a name from "
+			"\"iconv --list\" such as \"ISO-8859-1\", or "
+			"\"none\"";
+		return EINVAL;
+	}
+	TALLOC_FREE(legacy);
+	cfg->legacy_charset = value;
+	return 0;
+}
+
 int fastcase_param_set(struct fastcase_config *cfg, const char *name,
 		       const char *value, const char **why)
 {
@@ -155,18 +192,7 @@ int fastcase_param_set(struct fastcase_config *cfg, const char *name,
 		return 0;
 	}
 	if (strcasecmp(name, "legacy charset") == 0) {
-		if (strcasecmp(value, "none") == 0 || value[0] == '\0') {
-			cfg->legacy_charset = NULL;
-			return 0;
-		}
-		if (strlen(value) > 32 || strchr(value, '/') != NULL) {
-			*why = "expected an iconv charset name such as "
-				"\"ISO-8859-1\" or \"none\"";
-			return EINVAL;
-		}
-		/* whether iconv knows it is checked when the share starts */
-		cfg->legacy_charset = value;
-		return 0;
+		return set_legacy_charset(cfg, value, why);
 	}
 	*why = "unknown parameter";
 	return ENOENT;

@@ -25,6 +25,8 @@
 #include <dirent.h>
 #include <ctype.h>
 #include <getopt.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #define DEFAULT_LARGE 10000
 
@@ -372,70 +374,145 @@ static void check_dir(const struct check_opts *o, struct check_totals *t,
 	free(subdirs);
 }
 
+/*
+ * Start "testparm -s -- CONFIG" with its output on a pipe. No shell: the
+ * path is one argument whatever it holds, and posix_spawnp looks
+ * testparm up once in PATH.
+ */
+static FILE *testparm_start(const char *config, pid_t *pid)
+{
+	char *argv[] = { discard_const_p(char, "testparm"),
+			 discard_const_p(char, "-s"),
+			 discard_const_p(char, "--"),
+			 discard_const_p(char, config), NULL };
+	posix_spawn_file_actions_t fa;
+	int fds[2], ret;
+	FILE *f;
+
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		return NULL;
+	}
+	ret = posix_spawn_file_actions_init(&fa);
+	if (ret == 0) {
+		/* dup2 onto stdout clears the close-on-exec flag there */
+		ret = posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+		if (ret == 0) {
+			ret = posix_spawn_file_actions_addopen(
+				&fa, 2, "/dev/null", O_WRONLY, 0);
+		}
+		if (ret == 0) {
+			ret = posix_spawnp(pid, "testparm", &fa, NULL, argv,
+					   environ);
+		}
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	close(fds[1]);
+	if (ret != 0) {
+		close(fds[0]);
+		errno = ret;
+		return NULL;
+	}
+	f = fdopen(fds[0], "r");
+	if (f == NULL) {
+		close(fds[0]);
+		waitpid(*pid, NULL, 0);
+	}
+	return f;
+}
+
+/* testparm's exit status, or -1 when it did not exit normally. */
+static int testparm_finish(FILE *f, pid_t pid)
+{
+	int status;
+
+	fclose(f);
+	while (waitpid(pid, &status, 0) == -1) {
+		if (errno != EINTR) {
+			return -1;
+		}
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* "[name]" on a line of testparm's output: is it this share? */
+static bool is_share_header(const char *s, const char *share)
+{
+	const char *end = strchr(s, ']');
+
+	return end != NULL && (size_t)(end - s - 1) == strlen(share) &&
+	       strncasecmp(s + 1, share, strlen(share)) == 0;
+}
+
+/* One "fastcase:NAME = VALUE" line of the share into cfg. */
+static int load_param_line(struct fastcase_config *cfg, const char *share,
+			   char *s)
+{
+	char *eq, *name, *value, *end;
+	const char *why = NULL;
+
+	if (strncasecmp(s, FASTCASE_PARAM_PREFIX ":",
+			sizeof(FASTCASE_PARAM_PREFIX)) != 0 ||
+	    (eq = strchr(s, '=')) == NULL) {
+		return 0;
+	}
+	name = s + sizeof(FASTCASE_PARAM_PREFIX);
+	end = eq;
+	while (end > name && isspace((unsigned char)end[-1])) {
+		end--;
+	}
+	*end = '\0';
+	value = eq + 1;
+	while (isspace((unsigned char)*value)) {
+		value++;
+	}
+	if (strcasecmp(name, "cache file") == 0) {
+		return 0;
+	}
+	if (fastcase_param_set(cfg, name, strdup(value), &why) != 0) {
+		fprintf(stderr, "fastcase-check: share [%s]: fastcase:%s: %s\n",
+			share, name, why);
+		return EINVAL;
+	}
+	return 0;
+}
+
 /* The fastcase: options of one share, as testparm expands smb.conf. */
 static int load_share(struct fastcase_config *cfg, const char *config,
 		      const char *share)
 {
-	char *cmd = NULL;
 	char line[4096];
 	bool in_share = false, found = false;
-	FILE *p;
+	int ret = 0, status;
+	pid_t pid;
+	FILE *p = testparm_start(config, &pid);
 
-	if (asprintf(&cmd, "testparm -s --suppress-prompt '%s' 2>/dev/null",
-		     config) < 0) {
-		return ENOMEM;
-	}
-	p = popen(cmd, "r");
-	free(cmd);
 	if (p == NULL) {
+		fprintf(stderr, "fastcase-check: cannot run testparm: %s\n",
+			strerror(errno));
 		return errno;
 	}
-	while (fgets(line, sizeof(line), p) != NULL) {
-		char *s = line, *eq, *name, *value, *end;
-		const char *why = NULL;
+	while (ret == 0 && fgets(line, sizeof(line), p) != NULL) {
+		char *s = line;
 
 		s[strcspn(s, "\n")] = '\0';
 		while (isspace((unsigned char)*s)) {
 			s++;
 		}
 		if (*s == '[') {
-			end = strchr(s, ']');
-			in_share = end != NULL &&
-				(size_t)(end - s - 1) == strlen(share) &&
-				strncasecmp(s + 1, share, strlen(share)) == 0;
+			in_share = is_share_header(s, share);
 			found |= in_share;
-			continue;
-		}
-		if (!in_share ||
-		    strncasecmp(s, FASTCASE_PARAM_PREFIX ":",
-				sizeof(FASTCASE_PARAM_PREFIX)) != 0 ||
-		    (eq = strchr(s, '=')) == NULL) {
-			continue;
-		}
-		name = s + sizeof(FASTCASE_PARAM_PREFIX);
-		end = eq;
-		while (end > name && isspace((unsigned char)end[-1])) {
-			end--;
-		}
-		*end = '\0';
-		value = eq + 1;
-		while (isspace((unsigned char)*value)) {
-			value++;
-		}
-		if (strcasecmp(name, "cache file") == 0) {
-			continue;
-		}
-		if (fastcase_param_set(cfg, name, strdup(value), &why) != 0) {
-			fprintf(stderr, "fastcase-check: share [%s]: "
-				"fastcase:%s: %s\n", share, name, why);
-			pclose(p);
-			return EINVAL;
+		} else if (in_share) {
+			ret = load_param_line(cfg, share, s);
 		}
 	}
-	pclose(p);
+	status = testparm_finish(p, pid);
+	if (ret != 0) {
+		return ret;
+	}
 	if (!found) {
-		fprintf(stderr, "fastcase-check: no share [%s] in %s\n",
-			share, config);
+		fprintf(stderr, "fastcase-check: no share [%s] in %s%s\n",
+			share, config, status != 0 ?
+			" (testparm cannot load it)" : "");
 		return ENOENT;
 	}
 	return 0;

@@ -76,15 +76,20 @@ static int collect(struct tdb_context *tdb, TDB_DATA key, TDB_DATA val,
 	if (key.dsize > sizeof(FASTCASE_STATS_KEY) &&
 	    memcmp(k, FASTCASE_STATS_KEY, sizeof(FASTCASE_STATS_KEY)) == 0) {
 		struct share_counters *sc;
+		size_t namelen;
 
 		if (s->nshares == MAX_GROUPS ||
 		    val.dsize != sizeof(sc->v)) {
 			return 0;
 		}
 		sc = &s->shares[s->nshares++];
-		strlcpy(sc->name, k + sizeof(FASTCASE_STATS_KEY),
-			MIN(sizeof(sc->name),
-			    key.dsize - sizeof(FASTCASE_STATS_KEY)));
+		/* the key's own bytes only: a record written by anything
+		 * but the module may lack the terminating NUL */
+		namelen = strnlen(k + sizeof(FASTCASE_STATS_KEY),
+				  key.dsize - sizeof(FASTCASE_STATS_KEY));
+		namelen = MIN(namelen, sizeof(sc->name) - 1);
+		memcpy(sc->name, k + sizeof(FASTCASE_STATS_KEY), namelen);
+		sc->name[namelen] = '\0';
 		memcpy(sc->v, val.dptr, sizeof(sc->v));
 		return 0;
 	}

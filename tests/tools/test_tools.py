@@ -111,12 +111,40 @@ class FastcaseCheckTest(unittest.TestCase):
                  self.tmp])
         self.assertEqual(r.returncode, 2)
 
+    def test_config_path_and_share_name_never_reach_a_shell(self):
+        # testparm used to run through popen with the path in single
+        # quotes: this path closed the quote and ran "touch pwned"
+        self.touch('straße'.encode())
+        self.touch(b'STRASSE')
+        confdir = os.path.join(self.tmp, "c';touch pwned;'d $(touch pwned)")
+        os.mkdir(confdir)
+        conf = os.path.join(confdir, 'smb.conf')
+        share = "it's $(touch pwned) & `touch pwned`; x"
+        with open(conf, 'w') as f:
+            f.write('[global]\n\tserver role = standalone server\n'
+                    '[%s]\n\tpath = %s\n\tfastcase:fold = unicode\n'
+                    % (share, self.tmp))
+        work = os.path.join(self.tmp, 'cwd')
+        os.mkdir(work)
+        r = run([self.check, '--config', conf, '--share', share,
+                 self.tmp], cwd=work)
+        # nothing ran in the working directory
+        self.assertEqual(os.listdir(work), [])
+        # and the share's unicode rule was read: ß and ss collide
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(b'collision', r.stdout)
+
     def test_errors_exit_two(self):
         r = run([self.check, os.path.join(self.tmp, 'missing')])
         self.assertEqual(r.returncode, 2)
         r = run([self.check, '--fold', 'sideways', self.tmp])
         self.assertEqual(r.returncode, 2)
         self.assertIn(b'fold', r.stderr)
+        r = run([self.check, '--legacy-charset', 'NO-SUCH-CHARSET',
+                 self.tmp])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b'--legacy charset NO-SUCH-CHARSET: unknown to iconv',
+                      r.stderr)
 
 
 class FastcaseStatTest(unittest.TestCase):
@@ -145,6 +173,41 @@ class FastcaseStatTest(unittest.TestCase):
             self.assertEqual(open(path, 'rb').read(), before)
             r = run([stat_tool, path])
             self.assertIn(b'share [projects]', r.stdout)
+
+    def test_unterminated_share_name_in_a_stats_key(self):
+        """A stats key written by something other than the module: the
+        share name runs to the end of the key, no NUL. The name must be
+        read within the key, not up to the next zero byte in memory."""
+        import struct
+        import tdb
+        stat_tool = os.path.join(BUILD, 'fastcase-stat')
+        # no zero byte in the counters either: tdb hands the key and the
+        # value to the tool in one buffer, key first
+        counters = [0x0101010101010101 * (i + 1) for i in range(11)]
+        long_name = b'L' * 300
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'fastcase.tdb')
+            db = tdb.Tdb(path, 0, tdb.DEFAULT, os.O_RDWR | os.O_CREAT,
+                         0o600)
+            db.store(b'fastcase-stats\0projects',
+                     struct.pack('=11Q', *counters))
+            db.store(b'fastcase-stats\0' + long_name,
+                     struct.pack('=11Q', *counters))
+            db.close()
+            cmd = [stat_tool, '--json', path]
+            r = run(cmd)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            shares = json.loads(r.stdout)['shares']
+            self.assertEqual(sorted(shares),
+                             sorted(['projects', 'L' * 255]))
+            self.assertEqual(shares['projects']['lookups'], counters[0])
+            valgrind = shutil.which('valgrind')
+            if valgrind is None:
+                return
+            # memcheck sees a read past the key even when the bytes
+            # after it happen to hold a NUL
+            r = run([valgrind, '-q', '--error-exitcode=99'] + cmd)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
 
 
 class DebianPackageTest(unittest.TestCase):

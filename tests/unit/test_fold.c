@@ -45,6 +45,14 @@ static const struct fastcase_fold_rules unicode_tr_rules = {
 	.mode = FASTCASE_FOLD_UNICODE,
 	.language = "tr",
 };
+static const struct fastcase_fold_rules unicode_az_rules = {
+	.mode = FASTCASE_FOLD_UNICODE,
+	.language = "az",
+};
+static const struct fastcase_fold_rules unicode_lt_rules = {
+	.mode = FASTCASE_FOLD_UNICODE,
+	.language = "lt",
+};
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -700,6 +708,79 @@ static void test_unicode_turkish(void **state)
 	check_unicode_pair(&unicode_tr_rules, "\xc3\x9f", "ss", true);
 }
 
+/* Azerbaijani has the Turkish rule: İ/i and I/ı are the case pairs. */
+static void test_unicode_azerbaijani(void **state)
+{
+	const char *names[] = {
+		"I", "i", "\xc4\xb0", "\xc4\xb1", "BAKI", "Bak\xc4\xb1",
+		"\xc4\xb0LHAM", "Stra\xc3\x9f" "e",
+	};
+	size_t i;
+
+	check_unicode_pair(&unicode_az_rules, "\xc4\xb0", "i", true);
+	check_unicode_pair(&unicode_az_rules, "I", "\xc4\xb1", true);
+	check_unicode_pair(&unicode_az_rules, "I", "i", false);
+	check_unicode_pair(&unicode_az_rules, "\xc4\xb0", "\xc4\xb1",
+			   false);
+	/* Bakı, the capital: BAKI is its upper case, "baki" is not it */
+	check_unicode_pair(&unicode_az_rules, "BAKI", "bak\xc4\xb1", true);
+	check_unicode_pair(&unicode_az_rules, "BAKI", "baki", false);
+	check_unicode_pair(&unicode_az_rules, "\xc4\xb0LHAM", "ilham", true);
+	check_unicode_pair(&unicode_az_rules, "\xc3\x9f", "ss", true);
+	/* and the same keys as tr, name for name */
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		struct key kaz, ktr;
+
+		must_key(&unicode_az_rules, names[i], &kaz);
+		must_key(&unicode_tr_rules, names[i], &ktr);
+		if (!keys_equal(&kaz, &ktr)) {
+			fail_msg("az and tr keys differ for %s",
+				 unit_hex(names[i]));
+		}
+	}
+}
+
+/*
+ * Lithuanian: Unicode's lt rules (a dot above kept on i and j under
+ * accents) change lower-casing, not case folding, so lt folds as no
+ * language does: dots above stay as written, I is the capital of i, and
+ * İ folds to i with a combining dot, never to plain i as in tr.
+ */
+static void test_unicode_lithuanian(void **state)
+{
+	const char *names[] = {
+		"I", "i", "\xc4\xb0", "i\xcc\x87", "\xc3\x8c", "\xc3\xac",
+		"I\xcc\x80", "i\xcc\x87\xcc\x80", "\xc4\xae", "\xc4\xaf",
+		"J\xcc\x81", "j\xcc\x87\xcc\x81", "\xc4\xa8",
+		"Stra\xc3\x9f" "e",
+	};
+	size_t i;
+
+	check_unicode_pair(&unicode_lt_rules, "I", "i", true);
+	check_unicode_pair(&unicode_lt_rules, "\xc4\xb1", "i", false);
+	check_unicode_pair(&unicode_lt_rules, "\xc4\xb0", "i", false);
+	check_unicode_pair(&unicode_lt_rules, "\xc4\xb0", "i\xcc\x87",
+			   true);
+	/* the combining dot above is kept, not folded away */
+	check_unicode_pair(&unicode_lt_rules, "i\xcc\x87", "i", false);
+	check_unicode_pair(&unicode_lt_rules, "\xc3\x8c", "\xc3\xac", true);
+	/* Ì lower-cases to i̇̀ in Lithuanian, but does not fold to it */
+	check_unicode_pair(&unicode_lt_rules, "\xc3\x8c",
+			   "i\xcc\x87\xcc\x80", false);
+	check_unicode_pair(&unicode_lt_rules, "\xc4\xae", "\xc4\xaf", true);
+	check_unicode_pair(&unicode_lt_rules, "\xc3\x9f", "ss", true);
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		struct key klt, knone;
+
+		must_key(&unicode_lt_rules, names[i], &klt);
+		must_key(&unicode_rules, names[i], &knone);
+		if (!keys_equal(&klt, &knone)) {
+			fail_msg("lt and no-language keys differ for %s",
+				 unit_hex(names[i]));
+		}
+	}
+}
+
 static void test_unicode_invalid_bytes(void **state)
 {
 	const struct fastcase_fold_rules *rules[] = {
@@ -815,6 +896,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_windows_random_names),
 		cmocka_unit_test(test_unicode_rules),
 		cmocka_unit_test(test_unicode_turkish),
+		cmocka_unit_test(test_unicode_azerbaijani),
+		cmocka_unit_test(test_unicode_lithuanian),
 		cmocka_unit_test(test_unicode_invalid_bytes),
 		cmocka_unit_test(test_unicode_nfc),
 		cmocka_unit_test(test_rules_tags),

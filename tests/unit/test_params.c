@@ -303,16 +303,40 @@ static void test_legacy_charset(void **state)
 	ok(&cfg, "legacy charset", "CP850");
 	ok(&cfg, "legacy charset", "");
 	assert_null(cfg.legacy_charset);
-	/* 32 characters is the longest taken */
-	memset(long_name, 'A', 32);
-	long_name[32] = '\0';
-	ok(&cfg, "legacy charset", long_name);
-	assert_string_equal(cfg.legacy_charset, long_name);
-	long_name[32] = 'A';
+	/* iconv's own spellings: any case, aliases (the longest glibc has) */
+	ok(&cfg, "legacy charset", "iso-8859-15");
+	ok(&cfg, "legacy charset", "CSISO60DANISHNORWEGIAN");
+	assert_string_equal(cfg.legacy_charset, "CSISO60DANISHNORWEGIAN");
+	/* more than 32 characters is refused before iconv is asked */
+	memset(long_name, 'A', 33);
 	long_name[33] = '\0';
 	bad("legacy charset", long_name);
 	bad("legacy charset", "../../etc/passwd");
 	bad("legacy charset", "ISO/8859");
+}
+
+/* A name iconv does not know is refused by the parser, saying so. */
+static void test_legacy_charset_unknown_to_iconv(void **state)
+{
+	const char *unknown[] = {
+		"NO-SUCH-CHARSET", "ISO-8859-99", "UTF-9", "latin-1x",
+		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",	/* 32, the most taken */
+	};
+	struct fastcase_config cfg;
+	const char *why = NULL;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(unknown); i++) {
+		bad("legacy charset", unknown[i]);
+	}
+	fastcase_config_init(&cfg);
+	ok(&cfg, "legacy charset", "CP1252");
+	assert_int_equal(fastcase_param_set(&cfg, "legacy charset",
+					    "NO-SUCH-CHARSET", &why), EINVAL);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "unknown to iconv"));
+	/* the refused value left the earlier one in place */
+	assert_string_equal(cfg.legacy_charset, "CP1252");
 }
 
 static void test_unknown_names(void **state)
@@ -408,6 +432,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cache_size),
 		cmocka_unit_test(test_watch_limit),
 		cmocka_unit_test(test_legacy_charset),
+		cmocka_unit_test(test_legacy_charset_unknown_to_iconv),
 		cmocka_unit_test(test_unknown_names),
 		cmocka_unit_test(test_names_case_insensitive),
 		cmocka_unit_test(test_config_check),
