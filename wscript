@@ -33,8 +33,15 @@ SAMBA_DEFINES = ['_SAMBA_BUILD_=4', 'HAVE_CONFIG_H=1', '_GNU_SOURCE=1',
 		 '_XOPEN_SOURCE_EXTENDED=1', '__STDC_WANT_LIB_EXT1__=1',
 		 '_REENTRANT']
 
-ENGINE_SOURCES = ['modules/fastcase_fold.c',
-		  'modules/fastcase_cache.c',
+CACHE_SOURCES = ['modules/fastcase_cache.c',
+		 'modules/fastcase_lock.c',
+		 'modules/fastcase_records.c',
+		 'modules/fastcase_build.c',
+		 'modules/fastcase_usage.c',
+		 'modules/fastcase_counters.c',
+		 'modules/fastcase_dirread.c']
+
+ENGINE_SOURCES = ['modules/fastcase_fold.c'] + CACHE_SOURCES + [
 		  'modules/fastcase_watch.c',
 		  'modules/fastcase_engine.c',
 		  'modules/fastcase_params.c']
@@ -185,7 +192,7 @@ def render_manpage(task):
 
 FUZZERS = {
 	'fuzz_fold': ['modules/fastcase_fold.c'],
-	'fuzz_record': ['modules/fastcase_fold.c', 'modules/fastcase_cache.c'],
+	'fuzz_record': ['modules/fastcase_fold.c'] + CACHE_SOURCES,
 }
 
 

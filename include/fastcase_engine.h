@@ -42,11 +42,19 @@ struct fastcase_stats {
 	uint64_t too_big;
 	uint64_t watch_failures;
 	uint64_t fallbacks;	/* answered by a scan instead of the cache */
+	/* creates and renames let through without the case-variant check
+	 * (no usable cache file, an unreadable directory) */
+	uint64_t unchecked;
+	/* creates and renames checked by a scan under the lock (a directory
+	 * too big for the cache, records that could not be built) */
+	uint64_t scanned_checks;
+	uint64_t lock_timeouts;	/* a directory's lock not had in time */
 };
 
 #define FASTCASE_STATS_FIELDS \
 	X(lookups) X(hits) X(misses) X(unknown) X(builds) X(events) \
-	X(overflows) X(collisions) X(too_big) X(watch_failures) X(fallbacks)
+	X(overflows) X(collisions) X(too_big) X(watch_failures) X(fallbacks) \
+	X(unchecked) X(scanned_checks) X(lock_timeouts)
 
 struct fastcase_engine_options {
 	struct fastcase_fold_rules rules;
@@ -97,10 +105,13 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 					  TALLOC_CTX *mem_ctx, char **found);
 
 /*
- * Bracket a create of name in dirfd. begin returns EEXIST (and the
- * on-disk name in *existing) when a name that folds equal exists;
- * otherwise 0, holding the directory's lock until end. A failed begin
- * (uncached directory) also returns 0 and end does nothing.
+ * Bracket a create of name in dirfd. begin returns 0 holding the
+ * directory's lock until end (op->locked), having checked under it that
+ * no other name folds equal; EEXIST with the on-disk name in *existing
+ * when one does; ETIMEDOUT (or another errno) when the lock could not be
+ * had: the create must then be refused, as the check would race. Without
+ * a usable cache file or a readable directory begin returns 0 unchecked,
+ * counts it and logs it.
  */
 struct fastcase_create {
 	struct fastcase_dir_state *st;

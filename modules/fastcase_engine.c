@@ -36,9 +36,14 @@
 #include "lib/util/talloc_stack.h"
 #include "system/time.h"
 
-#include <dirent.h>
+#include "fastcase_build.h"
 #include "fastcase_cache.h"
+#include "fastcase_counters.h"
+#include "fastcase_dirread.h"
 #include "fastcase_engine.h"
+#include "fastcase_lock.h"
+#include "fastcase_records.h"
+#include "fastcase_usage.h"
 #include "fastcase_watch.h"
 
 #undef DBGC_CLASS
@@ -76,6 +81,8 @@ struct fastcase_engine {
 	struct fastcase_dir_state *touched;
 	bool watch_failure_logged;
 	bool build_failure_logged;
+	bool unchecked_logged;
+	bool lock_timeout_logged;
 	bool defer_ambiguous;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
@@ -298,6 +305,51 @@ static bool record_usable(const struct fastcase_dir_record *rec)
 }
 
 /*
+ * The directory's lock (the rules: fastcase_lock.h). A wait that expired
+ * is counted and logged once: every caller then falls back.
+ */
+static int lock_dir(struct fastcase_engine *e, struct fastcase_dir_state *st)
+{
+	int ret = fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
+
+	if (ret == ETIMEDOUT) {
+		char path[PATH_MAX];
+
+		e->stats.lock_timeouts++;
+		if (!e->lock_timeout_logged) {
+			DBG_WARNING("share [%s]: directory %s stayed locked "
+				    "for over %d ms; its lookups go to smbd's "
+				    "scan and its creates are refused until "
+				    "it is free (logged once)\n", e->log_name,
+				    dir_path(st->fd, path, sizeof(path)),
+				    FASTCASE_LOCK_WAIT_MS);
+			e->lock_timeout_logged = true;
+		}
+	}
+	return ret;
+}
+
+/*
+ * Make sure no process trusts the directory's records again. Caller holds
+ * the directory's lock. A file that takes neither a delete nor an
+ * overwrite is broken beyond what a rebuild mends: say so loudly.
+ */
+static void forget_dir(struct fastcase_engine *e,
+		       struct fastcase_dir_state *st)
+{
+	char path[PATH_MAX];
+
+	st->in_sync = false;
+	if (fastcase_cache_dir_forget(e->cache, &e->scope, &st->id) == 0) {
+		return;
+	}
+	DBG_ERR("share [%s]: cannot drop the cache records of directory %s "
+		"from %s; other processes may answer from them: remove the "
+		"file\n", e->log_name, dir_path(st->fd, path, sizeof(path)),
+		fastcase_cache_path(e->cache));
+}
+
+/*
  * Whether the records already agree with the disk about name. Every
  * process watching the directory gets the event of a change and the one
  * that made it (or the first to see it) has usually applied it: checking
@@ -339,7 +391,7 @@ static void revalidate_name(struct fastcase_engine *e,
 	if (records_agree(e, st, name)) {
 		return;
 	}
-	if (fastcase_cache_dir_lock(e->cache, &e->scope, &st->id) != 0) {
+	if (lock_dir(e, st) != 0) {
 		/* this change may be missing from the records: revalidate
 		 * the directory before trusting them again */
 		st->in_sync = false;
@@ -359,9 +411,9 @@ static void revalidate_name(struct fastcase_engine *e,
 		ret = errno;
 	}
 	if (ret != 0) {
-		/* cannot tell, or cannot store it: nobody may trust these
-		 * records; the next lookup rebuilds them */
-		fastcase_cache_dir_forget(e->cache, &e->scope, &st->id);
+		/* cannot tell, cannot store it, or a malformed bucket: nobody
+		 * may trust these records; the next lookup rebuilds them */
+		forget_dir(e, st);
 	}
 	if (!st->touched) {
 		st->touched = true;
@@ -403,47 +455,58 @@ static void apply_event(void *private_data, int wd,
 	}
 }
 
+/* Apply every queued event; an unreadable queue counts as lost events. */
+static void apply_queue(struct fastcase_engine *e)
+{
+	if (fastcase_watch_drain(e->watch, apply_event, e) != 0) {
+		apply_event(e, -1, FASTCASE_WATCH_OVERFLOW, NULL);
+	}
+}
+
 /*
  * The records of a directory whose events were all applied are exact as
  * of now: store the directory's current times as their stamp, so that a
- * process that attaches later need not rebuild.
+ * process that attaches later need not rebuild. Under the directory's
+ * lock, and in this order: the times first, then every event queued up to
+ * now, so that each change those times show is in the records. A change
+ * after the fstat moves the times past the stamp (or, within one clock
+ * tick, makes the stamp racy).
  */
 static void refresh_stamp(struct fastcase_engine *e,
 			  struct fastcase_dir_state *st)
 {
 	struct fastcase_dir_record rec;
+	int64_t stamp_time = now_ns();
 	struct stat cur;
 
 	if (!st->in_sync || fstat(st->fd, &cur) != 0) {
 		return;
 	}
-	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) ||
+	apply_queue(e);
+	if (!st->in_sync ||
+	    !fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) ||
 	    !(rec.flags & FASTCASE_DIR_COMPLETE) || rec.gen != st->gen) {
 		return;
 	}
 	rec.ctime_ns = ts_ns(&cur.st_ctim);
 	rec.mtime_ns = ts_ns(&cur.st_mtim);
-	rec.stamp_time_ns = now_ns();
+	rec.stamp_time_ns = stamp_time;
 	fastcase_cache_dir_put(e->cache, &e->scope, &st->id, &rec);
 }
 
+/* Apply queued events, then restamp the directories they touched. */
 static void drain(struct fastcase_engine *e)
 {
 	struct fastcase_dir_state *st;
-	int ret;
 
 	if (e->watch == NULL || e->cache == NULL) {
 		return;
 	}
-	ret = fastcase_watch_drain(e->watch, apply_event, e);
-	if (ret != 0) {
-		apply_event(e, -1, FASTCASE_WATCH_OVERFLOW, NULL);
-	}
+	apply_queue(e);
 	while ((st = e->touched) != NULL) {
 		e->touched = st->touched_next;
 		st->touched = false;
-		if (fastcase_cache_dir_lock(e->cache, &e->scope,
-					    &st->id) == 0) {
+		if (lock_dir(e, st) == 0) {
 			refresh_stamp(e, st);
 			fastcase_cache_dir_unlock(e->cache, &e->scope,
 						  &st->id);
@@ -519,6 +582,41 @@ static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 }
 
 /*
+ * Build st's records under the directory's lock, unless another process
+ * built them while we waited, and mark them built by a watcher when we
+ * are one.
+ */
+static int build_locked(struct fastcase_engine *e,
+			struct fastcase_dir_state *st, uint64_t seen_gen,
+			struct fastcase_dir_record *rec)
+{
+	int ret;
+
+	ret = lock_dir(e, st);
+	if (ret != 0) {
+		return ret;
+	}
+	ret = build(e, st, seen_gen, rec);
+	if (ret == 0) {
+		st->gen = rec->gen;
+		st->in_sync = (st->wd >= 0);
+		/* changes made while we read are in our queue */
+		drain(e);
+		if (st->in_sync && !(rec->flags & FASTCASE_DIR_WATCHED) &&
+		    fastcase_cache_dir_get(e->cache, &e->scope, &st->id,
+					   rec) &&
+		    rec->gen == st->gen) {
+			rec->flags |= FASTCASE_DIR_WATCHED;
+			fastcase_cache_dir_put(e->cache, &e->scope, &st->id,
+					       rec);
+		}
+	}
+	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
+	fastcase_cache_trim(e->cache);
+	return ret;
+}
+
+/*
  * Make st's view of the records trustworthy, building them when needed.
  * On success rec is the directory's record.
  */
@@ -528,7 +626,6 @@ static int ensure_sync(struct fastcase_engine *e,
 {
 	struct stat cur;
 	uint64_t seen_gen;
-	int ret;
 
 	if (st->in_sync &&
 	    fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
@@ -556,29 +653,7 @@ static int ensure_sync(struct fastcase_engine *e,
 		}
 		seen_gen = rec->gen;
 	}
-
-	ret = fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
-	if (ret != 0) {
-		return ret;
-	}
-	ret = build(e, st, seen_gen, rec);
-	if (ret == 0) {
-		st->gen = rec->gen;
-		st->in_sync = (st->wd >= 0);
-		/* changes made while we read are in our queue */
-		drain(e);
-		if (st->in_sync && !(rec->flags & FASTCASE_DIR_WATCHED) &&
-		    fastcase_cache_dir_get(e->cache, &e->scope, &st->id,
-					   rec) &&
-		    rec->gen == st->gen) {
-			rec->flags |= FASTCASE_DIR_WATCHED;
-			fastcase_cache_dir_put(e->cache, &e->scope, &st->id,
-					       rec);
-		}
-	}
-	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
-	fastcase_cache_trim(e->cache);
-	return ret;
+	return build_locked(e, st, seen_gen, rec);
 }
 
 struct choose_state {
@@ -706,8 +781,7 @@ static void age_stamp(struct fastcase_engine *e,
 	    rec->mtime_ns + RACY_MARGIN_NS > now) {
 		return;
 	}
-	if (fastcase_cache_dir_lock(e->cache, &e->scope, &st->id) == 0) {
-		drain(e);
+	if (lock_dir(e, st) == 0) {
 		refresh_stamp(e, st);
 		fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
 	}
@@ -723,16 +797,14 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
  * share mode records and sends them to clients, which needs UTF-8. Path
  * calls in that spelling are translated back by the glue.
  */
-enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
-					    int dirfd, const char *name,
-					    TALLOC_CTX *mem_ctx,
-					    char **found)
+static enum fastcase_result to_client_spelling(struct fastcase_engine *e,
+					       enum fastcase_result res,
+					       TALLOC_CTX *mem_ctx,
+					       char **found)
 {
-	enum fastcase_result res;
 	char decoded[FASTCASE_KEY_MAX];
 	const char *spelling;
 
-	res = lookup_disk_name(e, dirfd, name, mem_ctx, found);
 	if (res != FASTCASE_FOUND || e->scope.legacy == NULL) {
 		return res;
 	}
@@ -748,201 +820,271 @@ enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
 	return res;
 }
 
+enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
+					    int dirfd, const char *name,
+					    TALLOC_CTX *mem_ctx,
+					    char **found)
+{
+	return to_client_spelling(
+		e, lookup_disk_name(e, dirfd, name, mem_ctx, found),
+		mem_ctx, found);
+}
+
+/* A malformed bucket: nobody may trust the directory's records. */
+static void forget_malformed(struct fastcase_engine *e,
+			     struct fastcase_dir_state *st)
+{
+	char path[PATH_MAX];
+
+	DBG_WARNING("share [%s]: malformed cache record for directory %s; "
+		    "rebuilding its records\n", e->log_name,
+		    dir_path(st->fd, path, sizeof(path)));
+	st->in_sync = false;
+	if (lock_dir(e, st) == 0) {
+		forget_dir(e, st);
+		fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
+	}
+}
+
+/*
+ * One read of the records: FASTCASE_UNKNOWN to read again (EAGAIN in
+ * *retry) or give up.
+ */
+static enum fastcase_result read_records(struct fastcase_engine *e,
+					 struct fastcase_dir_state *st,
+					 const char *name, const char *key,
+					 size_t key_len, TALLOC_CTX *mem_ctx,
+					 char **found, int *retry)
+{
+	struct fastcase_dir_record rec, again;
+	bool ambiguous = false;
+	int ret;
+
+	*retry = 0;
+	ret = ensure_sync(e, st, &rec);
+	if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
+		return FASTCASE_UNKNOWN;
+	}
+	age_stamp(e, st, &rec);
+	ret = find_in_records(e, st, rec.gen, name, key, key_len, mem_ctx,
+			      found, &ambiguous);
+	if (ret == EINVAL) {
+		forget_malformed(e, st);
+		*retry = EAGAIN;
+		return FASTCASE_UNKNOWN;
+	}
+	if (ret != 0) {
+		return FASTCASE_UNKNOWN;
+	}
+	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &again) ||
+	    again.gen != rec.gen) {
+		/* rebuilt or dropped while we read: read again */
+		TALLOC_FREE(*found);
+		*retry = EAGAIN;
+		return FASTCASE_UNKNOWN;
+	}
+	if (*found != NULL && ambiguous && e->defer_ambiguous) {
+		TALLOC_FREE(*found);
+		return FASTCASE_UNKNOWN;
+	}
+	return *found != NULL ? FASTCASE_FOUND : FASTCASE_NOT_FOUND;
+}
+
+/* This process's state of the directory open as dirfd, or NULL. */
+static struct fastcase_dir_state *dir_state(struct fastcase_engine *e,
+					    int dirfd)
+{
+	struct fastcase_dir_id id;
+	struct stat cur;
+
+	if (dir_id_of(dirfd, &cur, &id) != 0) {
+		return NULL;
+	}
+	return state_get(e, &id, dirfd);
+}
+
 static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 					     int dirfd, const char *name,
 					     TALLOC_CTX *mem_ctx,
 					     char **found)
 {
+	enum fastcase_result res = FASTCASE_UNKNOWN;
 	char key[FASTCASE_KEY_MAX];
-	struct fastcase_dir_record rec, again;
 	struct fastcase_dir_state *st;
-	struct fastcase_dir_id id;
-	struct stat cur;
-	bool ambiguous = false;
 	size_t key_len;
-	int attempt, ret;
+	int attempt, retry = EAGAIN;
 
 	e->stats.lookups++;
 	maybe_flush_stats(e);
+	*found = NULL;
 	if (e->cache == NULL ||
 	    fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
 			      &key_len) != 0) {
-		goto unknown;
+		e->stats.unknown++;
+		return FASTCASE_UNKNOWN;
 	}
 	drain(e);
-	if (dir_id_of(dirfd, &cur, &id) != 0) {
-		goto unknown;
+	st = dir_state(e, dirfd);
+	for (attempt = 0; st != NULL && retry != 0 && attempt < 3;
+	     attempt++) {
+		res = read_records(e, st, name, key, key_len, mem_ctx, found,
+				   &retry);
 	}
-	st = state_get(e, &id, dirfd);
-	if (st == NULL) {
-		goto unknown;
-	}
-
-	for (attempt = 0; attempt < 3; attempt++) {
-		ret = ensure_sync(e, st, &rec);
-		if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
-			goto unknown;
-		}
-		age_stamp(e, st, &rec);
-		ret = find_in_records(e, st, rec.gen, name, key, key_len,
-				      mem_ctx, found, &ambiguous);
-		if (ret == EINVAL) {
-			char path[PATH_MAX];
-
-			DBG_WARNING("share [%s]: malformed cache record for "
-				    "directory %s; rebuilding its records\n",
-				    e->log_name,
-				    dir_path(st->fd, path, sizeof(path)));
-			fastcase_cache_dir_forget(e->cache, &e->scope, &id);
-			st->in_sync = false;
-			continue;
-		}
-		if (ret != 0) {
-			goto unknown;
-		}
-		if (!fastcase_cache_dir_get(e->cache, &e->scope, &id,
-					    &again) ||
-		    again.gen != rec.gen) {
-			/* rebuilt or dropped while we read: read again */
-			TALLOC_FREE(*found);
-			continue;
-		}
-		if (*found != NULL && ambiguous && e->defer_ambiguous) {
-			TALLOC_FREE(*found);
-			goto unknown;
-		}
-		if (*found != NULL) {
-			e->stats.hits++;
-			return FASTCASE_FOUND;
-		}
+	switch (res) {
+	case FASTCASE_FOUND:
+		e->stats.hits++;
+		break;
+	case FASTCASE_NOT_FOUND:
 		e->stats.misses++;
-		return FASTCASE_NOT_FOUND;
+		break;
+	case FASTCASE_UNKNOWN:
+		e->stats.unknown++;
+		break;
 	}
-unknown:
-	e->stats.unknown++;
-	return FASTCASE_UNKNOWN;
+	return res;
 }
 
+/*
+ * Read the whole directory and rank every name as a lookup of name would:
+ * the on-disk name in *found, or NULL. Returns 0 or an errno.
+ */
+static int scan_disk_name(struct fastcase_engine *e, int dirfd,
+			  const char *name, TALLOC_CTX *mem_ctx, char **found)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	struct choose_state cs = { .scope = &e->scope, .name = name };
+	struct fastcase_dirread *dr = NULL;
+	const char *entry = NULL;
+	int ret;
+
+	*found = NULL;
+	ret = fastcase_dirread_open(frame, dirfd, &dr);
+	while (ret == 0 && cs.exact == NULL &&
+	       (ret = fastcase_dirread_next(dr, &entry)) == 0 &&
+	       entry != NULL) {
+		choose_name(entry, strlen(entry) + 1, &cs);
+	}
+	if (ret == 0 && (cs.exact != NULL || cs.best != NULL)) {
+		*found = talloc_strdup(mem_ctx, cs.exact != NULL ?
+				       cs.exact : cs.best);
+		ret = *found != NULL ? 0 : ENOMEM;
+	}
+	TALLOC_FREE(frame);
+	return ret;
+}
 
 enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 					  int dirfd, const char *name,
 					  TALLOC_CTX *mem_ctx, char **found)
 {
-	struct choose_state cs = { .scope = &e->scope, .name = name };
-	struct dirent *de = NULL;
-	bool found_is_legacy = false;
-	DIR *dir = NULL;
-	int fd;
-
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd == -1) {
-		return FASTCASE_UNKNOWN;
-	}
-	dir = fdopendir(fd);
-	if (dir == NULL) {
-		close(fd);
-		return FASTCASE_UNKNOWN;
-	}
-	*found = NULL;
 	e->stats.fallbacks++;
-	while ((de = readdir(dir)) != NULL) {
-		const char *pick;
+	if (scan_disk_name(e, dirfd, name, mem_ctx, found) != 0) {
+		return FASTCASE_UNKNOWN;
+	}
+	return to_client_spelling(e, *found != NULL ? FASTCASE_FOUND :
+				  FASTCASE_NOT_FOUND, mem_ctx, found);
+}
 
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0) {
-			continue;
-		}
-		cs.exact = cs.best = NULL;
-		cs.best_is_legacy = false;
-		choose_name(de->d_name, strlen(de->d_name) + 1, &cs);
-		pick = cs.exact != NULL ? cs.exact : cs.best;
-		if (pick == NULL) {
-			continue;
-		}
-		/* the ranking of choose_name(), across the entries */
-		if (*found == NULL || cs.exact != NULL ||
-		    (found_is_legacy && !cs.best_is_legacy) ||
-		    (found_is_legacy == cs.best_is_legacy &&
-		     strcmp(pick, *found) < 0)) {
-			TALLOC_FREE(*found);
-			*found = talloc_strdup(mem_ctx, pick);
-			found_is_legacy = (cs.exact == NULL &&
-					   cs.best_is_legacy);
-		}
-		if (cs.exact != NULL) {
-			break;
-		}
-	}
-	closedir(dir);
-	if (*found == NULL) {
-		return FASTCASE_NOT_FOUND;
-	}
-	if (e->scope.legacy != NULL) {
-		char decoded[FASTCASE_KEY_MAX];
-		const char *spelling = fastcase_legacy_decode(
-			e->scope.legacy, *found, decoded, sizeof(decoded));
+/*
+ * A create or rename that goes ahead without the check for case variants.
+ * It is never silent: counted, and logged (loudly the first time).
+ */
+static void note_unchecked(struct fastcase_engine *e, int dirfd,
+			   const char *name, const char *why, int err)
+{
+	char path[PATH_MAX];
+	int level = e->unchecked_logged ? DBGLVL_INFO : DBGLVL_WARNING;
 
-		if (spelling != NULL) {
-			TALLOC_FREE(*found);
-			*found = talloc_strdup(mem_ctx, spelling);
+	e->stats.unchecked++;
+	DBG_PREFIX(level, ("share [%s]: \"%s\" in %s is created without the "
+			   "check for case variants: %s (%s); two clients "
+			   "may create names that differ only in case, as "
+			   "with stock smbd\n", e->log_name, name,
+			   dir_path(dirfd, path, sizeof(path)), why,
+			   err != 0 ? strerror(err) : "-"));
+	e->unchecked_logged = true;
+}
+
+/*
+ * Under the directory's lock: the on-disk name that folds equal to name,
+ * from the records, else (a directory too big for the cache, records
+ * that cannot be built or read) from a scan, which the lock makes as
+ * race-free as the records. Returns 0 or the errno of a failed scan.
+ */
+static int find_variant_locked(struct fastcase_engine *e,
+			       struct fastcase_dir_state *st,
+			       const char *name, TALLOC_CTX *mem_ctx,
+			       char **found)
+{
+	struct fastcase_dir_record rec;
+	char key[FASTCASE_KEY_MAX];
+	size_t key_len;
+	bool ambiguous;
+	int ret = ENOENT;
+
+	*found = NULL;
+	drain(e);
+	if (fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
+			      &key_len) == 0 &&
+	    ensure_sync(e, st, &rec) == 0 &&
+	    (rec.flags & FASTCASE_DIR_COMPLETE)) {
+		ret = find_in_records(e, st, rec.gen, name, key, key_len,
+				      mem_ctx, found, &ambiguous);
+		if (ret == EINVAL) {
+			forget_dir(e, st);
 		}
 	}
-	return *found != NULL ? FASTCASE_FOUND : FASTCASE_UNKNOWN;
+	if (ret == 0) {
+		return 0;
+	}
+	e->stats.scanned_checks++;
+	return scan_disk_name(e, st->fd, name, mem_ctx, found);
 }
 
 /*
  * Lock dirfd's records and refuse name when another name that folds equal
  * exists, other than allowed (a rename's source in the same directory, so
- * that a case-only rename works).
+ * that a case-only rename works). The rules for when the check cannot be
+ * made: docs/DESIGN.md, "Creates".
  */
 static int begin_new_name(struct fastcase_engine *e, int dirfd,
 			  const char *name, const char *allowed,
 			  struct fastcase_create *op,
 			  TALLOC_CTX *mem_ctx, char **existing)
 {
-	char key[FASTCASE_KEY_MAX];
-	struct fastcase_dir_record rec;
 	struct fastcase_dir_state *st;
-	struct fastcase_dir_id id;
-	struct stat cur;
-	bool ambiguous;
-	size_t key_len;
 	char *found = NULL;
 	int ret;
 
 	*op = (struct fastcase_create) { .st = NULL };
-	if (e->cache == NULL ||
-	    fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
-			      &key_len) != 0) {
+	if (e->cache == NULL) {
+		note_unchecked(e, dirfd, name, "no usable cache file", 0);
 		return 0;
 	}
 	drain(e);
-	if (dir_id_of(dirfd, &cur, &id) != 0) {
-		return 0;
-	}
-	st = state_get(e, &id, dirfd);
+	st = dir_state(e, dirfd);
 	if (st == NULL) {
+		note_unchecked(e, dirfd, name, "cannot open the directory",
+			       errno);
 		return 0;
 	}
-	if (fastcase_cache_dir_lock(e->cache, &e->scope, &id) != 0) {
-		return 0;
+	ret = lock_dir(e, st);
+	if (ret != 0) {
+		/* without the lock the check would race: refuse */
+		return ret == EWOULDBLOCK ? ETIMEDOUT : ret;
 	}
 	op->st = st;
 	op->locked = true;
 
 	/* Under the lock: everything other processes created is either in
 	 * the records or in our queue. */
-	drain(e);
-	ret = ensure_sync(e, st, &rec);
-	if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
+	ret = find_variant_locked(e, st, name, mem_ctx, &found);
+	if (ret != 0) {
+		note_unchecked(e, dirfd, name, "cannot read the directory",
+			       ret);
 		return 0;
 	}
-	ret = find_in_records(e, st, rec.gen, name, key, key_len,
-			      mem_ctx, &found, &ambiguous);
-	if (ret != 0 || found == NULL) {
-		return 0;
-	}
-	if (strcmp(found, name) == 0 ||
+	if (found == NULL || strcmp(found, name) == 0 ||
 	    (allowed != NULL && strcmp(found, allowed) == 0)) {
 		/* the exact name exists: the kernel says EEXIST itself */
 		TALLOC_FREE(found);

@@ -15,7 +15,12 @@
 
 #include "replace.h"
 #include "system/filesys.h"
+#include "fastcase_build.h"
 #include "fastcase_cache.h"
+#include "fastcase_counters.h"
+#include "fastcase_lock.h"
+#include "fastcase_records.h"
+#include "fastcase_usage.h"
 #include "fastcase_engine.h"
 
 #include <getopt.h>

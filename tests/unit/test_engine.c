@@ -20,7 +20,12 @@
 #include "system/time.h"
 #include "lib/util/charset/charset.h"
 #include "lib/util/talloc_stack.h"
+#include "fastcase_build.h"
 #include "fastcase_cache.h"
+#include "fastcase_counters.h"
+#include "fastcase_lock.h"
+#include "fastcase_records.h"
+#include "fastcase_usage.h"
 #include "fastcase_engine.h"
 
 #include <dirent.h>
