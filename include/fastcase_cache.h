@@ -73,6 +73,14 @@ int fastcase_scope_disk_key(const struct fastcase_scope *scope,
 int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
 			uint64_t max_bytes, struct fastcase_cache **pcache);
 
+/*
+ * The same, creating a new file with hash_size chains (0: the default).
+ * Tests use 1 chain to make every record share one.
+ */
+int fastcase_cache_open_hashed(TALLOC_CTX *mem_ctx, const char *path,
+			       uint64_t max_bytes, unsigned hash_size,
+			       struct fastcase_cache **pcache);
+
 /* Bytes the cache file takes now. */
 uint64_t fastcase_cache_file_size(struct fastcase_cache *cache);
 

@@ -60,6 +60,7 @@ struct fastcase_engine_options {
 	struct fastcase_fold_rules rules;
 	const char *cache_path;
 	uint64_t cache_size;
+	unsigned cache_hash_size;	/* 0: the default; tests only */
 	unsigned watch_limit;	/* 0: no inotify, validate by stamps */
 	const char *legacy_charset;	/* NULL: none */
 	const char *log_name;	/* the share, for log messages */

@@ -187,7 +187,7 @@ static void register_atfork(void)
 	pthread_atfork(NULL, NULL, forget_files_in_child);
 }
 
-static int open_tdb(struct cache_file *file)
+static int open_tdb(struct cache_file *file, unsigned hash_size)
 {
 	/*
 	 * The cache is only ever a copy of what the directories hold:
@@ -200,7 +200,8 @@ static int open_tdb(struct cache_file *file)
 	if (tdb_runtime_check_for_robust_mutexes()) {
 		flags |= TDB_MUTEX_LOCKING;
 	}
-	file->tdb = tdb_open(file->path, FASTCASE_CACHE_HASH_SIZE, flags,
+	file->tdb = tdb_open(file->path, hash_size != 0 ? hash_size :
+			     FASTCASE_CACHE_HASH_SIZE, flags,
 			     O_RDWR | O_CREAT, 0600);
 	if (file->tdb == NULL) {
 		return errno != 0 ? errno : EIO;
@@ -225,7 +226,8 @@ static int open_lock_file(struct cache_file *file)
 	return file->lock_fd == -1 ? errno : 0;
 }
 
-static int open_file(const char *path, struct cache_file **pfile)
+static int open_file(const char *path, unsigned hash_size,
+		     struct cache_file **pfile)
 {
 	struct cache_file *file = NULL;
 	int ret;
@@ -250,7 +252,7 @@ static int open_file(const char *path, struct cache_file **pfile)
 	DLIST_ADD(open_files, file);
 	talloc_set_destructor(file, cache_file_destructor);
 
-	ret = open_tdb(file);
+	ret = open_tdb(file, hash_size);
 	if (ret == 0) {
 		ret = open_lock_file(file);
 	}
@@ -265,6 +267,14 @@ static int open_file(const char *path, struct cache_file **pfile)
 int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
 			uint64_t max_bytes, struct fastcase_cache **pcache)
 {
+	return fastcase_cache_open_hashed(mem_ctx, path, max_bytes, 0,
+					  pcache);
+}
+
+int fastcase_cache_open_hashed(TALLOC_CTX *mem_ctx, const char *path,
+			       uint64_t max_bytes, unsigned hash_size,
+			       struct fastcase_cache **pcache)
+{
 	struct fastcase_cache *cache = NULL;
 	struct cache_file *file = NULL;
 	int ret;
@@ -277,7 +287,7 @@ int fastcase_cache_open(TALLOC_CTX *mem_ctx, const char *path,
 
 	file = find_open_file(path);
 	if (file == NULL) {
-		ret = open_file(path, &file);
+		ret = open_file(path, hash_size, &file);
 		if (ret != 0) {
 			TALLOC_FREE(cache);
 			return ret;

@@ -1264,8 +1264,8 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 		UNWATCHED_STATE_LIMIT;
 	talloc_set_destructor(e, engine_destructor);
 
-	ret = fastcase_cache_open(e, opts->cache_path, opts->cache_size,
-				  &e->cache);
+	ret = fastcase_cache_open_hashed(e, opts->cache_path, opts->cache_size,
+					 opts->cache_hash_size, &e->cache);
 	if (ret != 0) {
 		DBG_ERR("share [%s]: cannot use the cache file %s (%s); "
 			"falling back to smbd's directory scans\n",

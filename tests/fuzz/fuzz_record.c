@@ -68,12 +68,55 @@ static void setup(void)
 	fastcase_scope_init(&scope, &rules);
 }
 
+/* The record a lookup of "k" reads, built by the cache's own functions. */
+static TDB_DATA record_key(uint8_t *buf, bool entry, uint64_t gen)
+{
+	char key[FASTCASE_KEY_MAX];
+	size_t key_len;
+
+	if (!entry) {
+		return fastcase_records_dir_key(buf, &scope, &id);
+	}
+	if (fastcase_scope_disk_key(&scope, "k", key, &key_len) != 0) {
+		abort();
+	}
+	return fastcase_records_entry_key(buf, &scope, &id, gen, key,
+					  key_len);
+}
+
+/* The parse must have read the fuzzed bytes: malformed ones say so. */
+static void fuzz_entry(TDB_DATA val, uint64_t gen)
+{
+	bool well_formed = fastcase_records_names_well_formed(val.dptr,
+							      val.dsize);
+	char key[FASTCASE_KEY_MAX];
+	size_t key_len;
+	int ret;
+
+	if (fastcase_scope_disk_key(&scope, "k", key, &key_len) != 0) {
+		abort();
+	}
+	ret = fastcase_cache_entry_parse(cache, &scope, &id, gen, key,
+					 key_len, check_names, NULL);
+
+	if (well_formed ? (ret != 0 && ret != ENOENT) : ret != EINVAL) {
+		abort();
+	}
+	ret = fastcase_cache_entry_add(cache, &scope, &id, gen, "K");
+	if (!well_formed && ret != EINVAL) {
+		abort();
+	}
+	fastcase_cache_entry_remove(cache, &scope, &id, gen, "k");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fastcase_dir_record rec;
-	uint8_t keybuf[128];
-	size_t klen = 0;
+	uint8_t keybuf[FASTCASE_RECORD_KEY_MAX];
+	/* a generation with 2^3 buckets, as a build of ~60 names makes */
+	uint64_t gen = 0x1234500 | 3;
+	bool entry;
 	TDB_DATA key, val;
 
 	if (cache == NULL) {
@@ -82,31 +125,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1) {
 		return 0;
 	}
+	entry = (data[0] & 1) != 0;
 	val = (TDB_DATA) { .dptr = discard_const_p(uint8_t, data + 1),
 			   .dsize = size - 1 };
-
-	keybuf[klen++] = (data[0] & 1) ? 'E' : 'D';
-	memcpy(keybuf + klen, scope.tag, scope.tag_len + 1);
-	klen += scope.tag_len + 1;
-	memcpy(keybuf + klen, &id.dev, 8);
-	klen += 8;
-	memcpy(keybuf + klen, &id.ino, 8);
-	klen += 8;
-	if (data[0] & 1) {
-		uint64_t gen = 7;
-
-		memcpy(keybuf + klen, &gen, 8);
-		klen += 8;
-		keybuf[klen++] = 'k';
+	key = record_key(keybuf, entry, gen);
+	if (tdb_store(raw, key, val, TDB_REPLACE) != 0) {
+		abort();
 	}
-	key = (TDB_DATA) { .dptr = keybuf, .dsize = klen };
-	tdb_store(raw, key, val, TDB_REPLACE);
-
-	if (data[0] & 1) {
-		fastcase_cache_entry_parse(cache, &scope, &id, 7, "k", 1,
-					   check_names, NULL);
-		fastcase_cache_entry_add(cache, &scope, &id, 7, "K");
-		fastcase_cache_entry_remove(cache, &scope, &id, 7, "k");
+	if (entry) {
+		fuzz_entry(val, gen);
 	} else {
 		fastcase_cache_dir_get(cache, &scope, &id, &rec);
 	}

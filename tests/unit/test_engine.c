@@ -61,6 +61,7 @@ struct fixture {
 	char *cache_path;
 	struct peer peers[MAX_PEERS];
 	int npeers;
+	unsigned hash_size;	/* of the cache file: 0, the default */
 };
 
 static int setup(void **state)
@@ -103,6 +104,7 @@ static struct fastcase_engine_options options(struct fixture *f,
 		.rules = *rules,
 		.cache_path = f->cache_path,
 		.cache_size = 64ULL << 20,
+		.cache_hash_size = f->hash_size,
 		.watch_limit = watch_limit,
 		.log_name = "unit",
 	};
@@ -984,65 +986,68 @@ static void test_cross_directory_brackets(void **state)
 }
 
 /*
- * The cache's key layout, as fastcase_cache.c writes it, to pick names
- * whose entry records hash to the TDB chain of the other directory's
- * record: a process in a create bracket in X then reads and writes the
- * chain of Y's directory key and the other way round. Were the directory
- * locks TDB chain locks, the two brackets would deadlock.
+ * Names whose entry records hash to the TDB chain of the other
+ * directory's record: a process in a create bracket in X then reads and
+ * writes the chain of Y's directory key and the other way round. Were the
+ * directory locks TDB chain locks, the two brackets would deadlock. The
+ * keys come from the cache's own key functions, never a copy of the
+ * layout, so that the test follows the layout when it changes.
  */
-static size_t layout_dir_key(uint8_t *buf, char type,
-			     const struct fastcase_scope *scope,
-			     const struct fastcase_dir_id *id)
-{
-	size_t len = 0;
 
-	buf[len++] = type;
-	memcpy(buf + len, scope->tag, scope->tag_len + 1);
-	len += scope->tag_len + 1;
-	memcpy(buf + len, &id->dev, sizeof(id->dev));
-	len += sizeof(id->dev);
-	memcpy(buf + len, &id->ino, sizeof(id->ino));
-	len += sizeof(id->ino);
-	return len;
+/* TDB's chain of a key: its hash modulo the open file's hash size. */
+static unsigned tdb_chain(struct tdb_context *tdb, TDB_DATA key)
+{
+	return tdb_jenkins_hash(&key) % tdb_hash_size(tdb);
 }
 
-static unsigned layout_chain(const uint8_t *buf, size_t len)
+static unsigned dir_chain(struct tdb_context *tdb,
+			  const struct fastcase_scope *scope,
+			  const struct fastcase_dir_id *id)
 {
-	TDB_DATA k = { .dptr = discard_const_p(uint8_t, buf), .dsize = len };
+	uint8_t buf[FASTCASE_RECORD_KEY_MAX];
 
-	return tdb_jenkins_hash(&k) % 65521;
+	return tdb_chain(tdb, fastcase_records_dir_key(buf, scope, id));
 }
 
-static void name_in_chain(const struct fastcase_scope *scope,
+static unsigned name_chain(struct tdb_context *tdb,
+			   const struct fastcase_scope *scope,
+			   const struct fastcase_dir_id *id, uint64_t gen,
+			   const char *name)
+{
+	uint8_t buf[FASTCASE_RECORD_KEY_MAX];
+	char key[FASTCASE_KEY_MAX];
+	size_t klen;
+
+	assert_int_equal(fastcase_scope_disk_key(scope, name, key, &klen), 0);
+	return tdb_chain(tdb, fastcase_records_entry_key(buf, scope, id, gen,
+							 key, klen));
+}
+
+static void name_in_chain(struct tdb_context *tdb,
+			  const struct fastcase_scope *scope,
 			  const struct fastcase_dir_id *id, uint64_t gen,
 			  unsigned chain, const char *prefix, char *out)
 {
-	uint8_t buf[2 + 64 + 24 + FASTCASE_KEY_MAX];
 	unsigned i;
 
 	for (i = 0; i < 50000000; i++) {
-		char name[64], key[FASTCASE_KEY_MAX];
-		size_t klen, len;
-
-		snprintf(name, sizeof(name), "%s%u", prefix, i);
-		assert_int_equal(fastcase_scope_disk_key(scope, name, key,
-							 &klen), 0);
-		len = layout_dir_key(buf, 'E', scope, id);
-		memcpy(buf + len, &gen, sizeof(gen));
-		len += sizeof(gen);
-		memcpy(buf + len, key, klen);
-		len += klen;
-		if (layout_chain(buf, len) == chain) {
-			strcpy(out, name);
+		snprintf(out, 64, "%s%u", prefix, i);
+		if (name_chain(tdb, scope, id, gen, out) == chain) {
 			return;
 		}
 	}
-	fail_msg("no name found for chain %u", chain);
+	fail_msg("no name found in chain %u", chain);
 }
 
 static void test_brackets_sharing_chains(void **state)
 {
 	struct fixture *f = *state;
+	/*
+	 * A directory's names are few buckets, so a default file offers a
+	 * name few chains to land in: one chain puts every record in the
+	 * other directory's chain.
+	 */
+	unsigned hash_size = (f->hash_size = 1);
 	struct peer *a = peer_start(f, &windows_rules, 100);
 	struct peer *b = peer_start(f, &windows_rules, 100);
 	char *x = make_dir(f, "X");
@@ -1051,7 +1056,7 @@ static void test_brackets_sharing_chains(void **state)
 	struct fastcase_scope scope;
 	struct fastcase_dir_record rx, ry;
 	struct fastcase_dir_id ix, iy;
-	uint8_t buf[128];
+	struct tdb_context *tdb = NULL;
 	char na[64], nb[64];
 	struct stat sb;
 	struct reply r;
@@ -1071,14 +1076,19 @@ static void test_brackets_sharing_chains(void **state)
 	iy = (struct fastcase_dir_id) { .dev = sb.st_dev, .ino = sb.st_ino };
 	assert_true(fastcase_cache_dir_get(cache, &scope, &ix, &rx));
 	assert_true(fastcase_cache_dir_get(cache, &scope, &iy, &ry));
-	TALLOC_FREE(cache);
-
-	name_in_chain(&scope, &ix, rx.gen,
-		      layout_chain(buf, layout_dir_key(buf, 'D', &scope, &iy)),
+	tdb = fastcase_cache_tdb(cache);
+	name_in_chain(tdb, &scope, &ix, rx.gen, dir_chain(tdb, &scope, &iy),
 		      "a", na);
-	name_in_chain(&scope, &iy, ry.gen,
-		      layout_chain(buf, layout_dir_key(buf, 'D', &scope, &ix)),
+	name_in_chain(tdb, &scope, &iy, ry.gen, dir_chain(tdb, &scope, &ix),
 		      "b", nb);
+	/* the precondition of the deadlock this test is about, in the
+	 * file the peers have open */
+	assert_int_equal(tdb_hash_size(tdb), hash_size);
+	assert_int_equal(name_chain(tdb, &scope, &ix, rx.gen, na),
+			 dir_chain(tdb, &scope, &iy));
+	assert_int_equal(name_chain(tdb, &scope, &iy, ry.gen, nb),
+			 dir_chain(tdb, &scope, &ix));
+	TALLOC_FREE(cache);
 
 	r = peer_call(a, OP_BEGIN, x, na, 0);
 	assert_int_equal(r.a, 0);
