@@ -1543,9 +1543,11 @@ static void test_unusable_cache(void **state)
 	fd = open_dir(dir);
 	assert_int_equal(fastcase_engine_lookup(e, fd, "REPORT.DOCX", f,
 						&found), FASTCASE_UNKNOWN);
+	/* let through, as stock smbd would, but never silently */
 	assert_int_equal(fastcase_engine_create_begin(e, fd, "report.docx",
 						      &op, f, &existing), 0);
 	fastcase_engine_create_end(e, &op, "report.docx", false);
+	assert_int_equal(fastcase_engine_stats(e)->unchecked, 1);
 	/* the scan needs no cache */
 	expect_scan(e, fd, "REPORT.DOCX", "Report.docx");
 	assert_int_equal(fastcase_engine_watch_fd(e), -1);
@@ -1558,6 +1560,139 @@ static void test_unusable_cache(void **state)
  * so the engines share the open file and both answer from the cache, also
  * after the first is gone.
  */
+/*
+ * A directory too big for the cache still gets the case-variant check on
+ * a create: by a scan under the directory's lock, not by letting the
+ * create through unchecked.
+ */
+static void test_create_checked_when_too_big(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	struct fastcase_engine *e = NULL;
+	struct fastcase_create op;
+	char *dir = make_dir(f, "big");
+	char *existing = NULL;
+	char name[32];
+	int fd, i;
+
+	o.cache_size = 4096;	/* a directory may take 2 KiB */
+	for (i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "file-%03d.txt", i);
+		touch(dir, name);
+	}
+	touch(dir, "Report.docx");
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	fd = open_dir(dir);
+	/* lookups in it are smbd's */
+	assert_int_equal(fastcase_engine_lookup(e, fd, "REPORT.DOCX", f,
+						&existing), FASTCASE_UNKNOWN);
+	assert_int_equal(fastcase_engine_stats(e)->too_big, 1);
+
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "REPORT.DOCX",
+						      &op, f, &existing),
+			 EEXIST);
+	assert_string_equal(existing, "Report.docx");
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "new.txt", &op,
+						      f, &existing), 0);
+	assert_true(op.locked);
+	fastcase_engine_create_end(e, &op, "new.txt", false);
+	assert_int_equal(fastcase_engine_stats(e)->scanned_checks, 2);
+	assert_int_equal(fastcase_engine_stats(e)->unchecked, 0);
+	close(fd);
+}
+
+/*
+ * A create whose directory another process keeps locked past the bound
+ * is refused (the check would race), counted, and the wait is bounded.
+ */
+static void test_create_refused_when_locked(void **state)
+{
+	struct fixture *f = *state;
+	struct peer *b = peer_start(f, &windows_rules, 100);
+	char *dir = make_dir(f, "held");
+	struct fastcase_engine *e = NULL;
+	struct fastcase_create op;
+	struct timespec t0, t1;
+	char *existing = NULL;
+	int64_t waited_ms;
+	struct reply r;
+	int fd;
+
+	touch(dir, "Report.docx");
+	r = peer_call(b, OP_BEGIN, dir, "other.txt", 0);
+	assert_int_equal(r.a, 0);
+	e = engine(f, &windows_rules, 100);
+	fd = open_dir(dir);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "new.txt", &op,
+						      f, &existing),
+			 ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_false(op.locked);
+	waited_ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+		(t1.tv_nsec - t0.tv_nsec) / 1000000;
+	assert_true(waited_ms >= FASTCASE_LOCK_WAIT_MS);
+	assert_true(waited_ms < FASTCASE_LOCK_WAIT_MS + 2000);
+	assert_int_equal(fastcase_engine_stats(e)->lock_timeouts, 1);
+
+	/* once the lock is free, the create goes ahead, checked */
+	r = peer_call(b, OP_END, dir, "other.txt", 0);
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "REPORT.docx",
+						      &op, f, &existing),
+			 EEXIST);
+	peer_quit(b);
+	close(fd);
+}
+
+/*
+ * A malformed bucket is never patched over: a name added to it would
+ * replace the names it held while the directory stays complete. The
+ * directory is forgotten and rebuilt instead.
+ */
+static void test_malformed_bucket_forgotten(void **state)
+{
+	struct fixture *f = *state;
+	struct peer *a = peer_start(f, &windows_rules, 100);
+	char *dir = make_dir(f, "bucket");
+	struct fastcase_cache *cache = NULL;
+	struct fastcase_scope scope;
+	struct fastcase_dir_record rec;
+	struct fastcase_dir_id id;
+	uint8_t kbuf[FASTCASE_RECORD_KEY_MAX];
+	char key[FASTCASE_KEY_MAX];
+	TDB_DATA bad = { .dptr = (uint8_t *)"Alpha\0Beta\0\0", .dsize = 12 };
+	size_t key_len;
+	struct stat sb;
+
+	touch(dir, "Alpha");
+	touch(dir, "Beta");
+	peer_expect_lookup(a, dir, "ALPHA", "Alpha");	/* one bucket */
+
+	assert_int_equal(fastcase_cache_open(f, f->cache_path, 64 << 20,
+					     &cache), 0);
+	fastcase_scope_init(&scope, &windows_rules);
+	assert_int_equal(stat(dir, &sb), 0);
+	id = (struct fastcase_dir_id) { .dev = sb.st_dev, .ino = sb.st_ino };
+	assert_true(fastcase_cache_dir_get(cache, &scope, &id, &rec));
+	assert_int_equal(rec.gen & FASTCASE_GEN_BUCKET_BITS, 0);
+	assert_int_equal(fastcase_scope_disk_key(&scope, "Gamma", key,
+						 &key_len), 0);
+	assert_int_equal(tdb_store(fastcase_cache_tdb(cache),
+				   fastcase_records_entry_key(kbuf, &scope,
+							      &id, rec.gen,
+							      key, key_len),
+				   bad, TDB_REPLACE), 0);
+	TALLOC_FREE(cache);
+
+	/* the peer applies this create's event to the malformed bucket */
+	touch(dir, "Gamma");
+	peer_expect_lookup(a, dir, "BETA", "Beta");
+	peer_expect_lookup(a, dir, "GAMMA", "Gamma");
+	peer_expect_lookup(a, dir, "ALPHA", "Alpha");
+	peer_quit(a);
+}
+
 static void test_second_engine_same_process(void **state)
 {
 	struct fixture *f = *state;
@@ -1614,6 +1749,9 @@ int main(int argc, char **argv)
 		T(test_corrupt_record_from_another_process),
 		T(test_unusable_cache),
 		T(test_second_engine_same_process),
+		T(test_create_checked_when_too_big),
+		T(test_create_refused_when_locked),
+		T(test_malformed_bucket_forgotten),
 #undef T
 	};
 
