@@ -1200,6 +1200,142 @@ static void test_dir_locks(void **state)
 	close(big.fd);
 }
 
+/*
+ * Every added name counts toward the file's size, and concurrent
+ * processes never lose each other's additions to the usage counter.
+ */
+static void test_usage_counts_every_name(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_scope scope;
+	struct fastcase_cache *cache = NULL;
+	/* entries of a generation of 4096 buckets: no bucket fills up */
+	const uint64_t gen = 0x4200 | 12;
+	const struct fastcase_dir_id id = { .dev = 7, .ino = 7 };
+	const int names = 2000;
+	uint64_t before, after;
+	int go[2], i, p, status;
+	pid_t pids[2];
+
+	fastcase_scope_init(&scope, &windows_rules);
+	assert_int_equal(pipe(go), 0);
+	fflush(stdout);
+	/* forked before this process opens the file: one open each */
+	for (p = 0; p < 2; p++) {
+		pids[p] = fork();
+		assert_true(pids[p] >= 0);
+		if (pids[p] == 0) {
+			struct fastcase_cache *mine = NULL;
+			char name[32];
+
+			close(go[1]);
+			if (read(go[0], name, 1) != 0 ||
+			    fastcase_cache_open(NULL, f->cache_path,
+						1ULL << 30, &mine) != 0) {
+				_exit(1);
+			}
+			for (i = 0; i < names; i++) {
+				snprintf(name, sizeof(name), "p%d-%05d", p, i);
+				/* no directory lock: only the counter is
+				 * under test */
+				if (fastcase_cache_entry_add(mine, &scope,
+							     &id, gen,
+							     name) != 0) {
+					_exit(2);
+				}
+			}
+			_exit(0);
+		}
+	}
+	/* open first and stay open: the children must not clear it */
+	cache = open_cache(f, 1ULL << 30);
+	before = fastcase_usage_get(cache);
+	close(go[0]);
+	close(go[1]);	/* EOF: go */
+	for (p = 0; p < 2; p++) {
+		assert_int_equal(waitpid(pids[p], &status, 0), pids[p]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	after = fastcase_usage_get(cache);
+	/* each name costs at least its bytes ("pN-NNNNN" and its NUL) */
+	if (after - before < 2ULL * names * 9) {
+		fail_msg("usage grew by %" PRIu64 " for %d names of 9 bytes",
+			 after - before, 2 * names);
+	}
+}
+
+static void test_smaller_share_limit_wipes_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_cache *large = open_cache(f, 64ULL << 20);
+	struct fastcase_cache *small = open_cache(f, 4096);
+	struct fastcase_scope scope;
+	struct fastcase_dir_record rec, got;
+	struct dir d;
+
+	fastcase_scope_init(&scope, &windows_rules);
+	open_dir(make_dir(f, "shared", 400, "name-%05u"), &d);
+	build(large, &scope, &d, &rec);
+	assert_int_equal(rec.flags, FASTCASE_DIR_COMPLETE);
+	assert_true(fastcase_usage_get(small) > 4096);
+	assert_int_equal(fastcase_usage_limit(small), 64ULL << 20);
+	fastcase_cache_trim(small);
+	assert_true(fastcase_cache_dir_get(small, &scope, &d.id, &got));
+	close(d.fd);
+}
+
+/*
+ * smbd forks children that never exec. A child shares the lock file's
+ * open file description; were it kept, a lock held by a parent that was
+ * then killed would live on in the child.
+ */
+static void test_forked_child_drops_locks(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_scope scope;
+	struct fastcase_dir_id x = { .dev = 1, .ino = 42 };
+	struct fastcase_cache *cache = NULL;
+	int ready[2], status;
+	pid_t holder, child = 0;
+	char c;
+
+	fastcase_scope_init(&scope, &windows_rules);
+	assert_int_equal(pipe(ready), 0);
+	fflush(stdout);
+	holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		struct fastcase_cache *mine = NULL;
+
+		if (fastcase_cache_open(NULL, f->cache_path, 64 << 20,
+					&mine) != 0 ||
+		    fastcase_cache_dir_lock(mine, &scope, &x) != 0) {
+			_exit(1);
+		}
+		child = fork();
+		if (child == 0) {
+			/* the forked helper: outlives its parent */
+			close(ready[1]);
+			(void)read(ready[0], &c, 1);
+			_exit(0);
+		}
+		(void)write(ready[1], &child, sizeof(child));
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(read(ready[0], &child, sizeof(child)),
+			 sizeof(child));
+	assert_int_equal(kill(holder, SIGKILL), 0);
+	assert_int_equal(waitpid(holder, &status, 0), holder);
+
+	cache = open_cache(f, 64 << 20);
+	assert_int_equal(fastcase_cache_dir_lock(cache, &scope, &x), 0);
+	fastcase_cache_dir_unlock(cache, &scope, &x);
+	close(ready[1]);	/* the orphaned child sees EOF and exits */
+	close(ready[0]);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1222,6 +1358,13 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_two_process_race,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_locks,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_usage_counts_every_name,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_smaller_share_limit_wipes_nothing, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_forked_child_drops_locks,
 						setup, teardown),
 	};
 
