@@ -138,6 +138,15 @@ void fastcase_engine_create_end(struct fastcase_engine *e,
 				struct fastcase_create *op,
 				const char *name, bool created);
 
+/*
+ * A number that moves whenever this process saw a change to a name in a
+ * directory it caches, or may have missed one (no inotify, a directory it
+ * cannot watch, a lost event). Whoever keeps answers of its own (smbd's
+ * real-name memcache) drops them when it moves. Applies queued events
+ * first.
+ */
+uint64_t fastcase_engine_change_count(struct fastcase_engine *e);
+
 /* A name in dirfd appeared or disappeared through this process. */
 void fastcase_engine_name_changed(struct fastcase_engine *e, int dirfd,
 				  const char *name);

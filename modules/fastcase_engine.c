@@ -83,6 +83,7 @@ struct fastcase_engine {
 	bool build_failure_logged;
 	bool unchecked_logged;
 	bool lock_timeout_logged;
+	uint64_t change_count;	/* see fastcase_engine_change_count() */
 	bool defer_ambiguous;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
@@ -246,17 +247,25 @@ static void add_watch(struct fastcase_engine *e, struct fastcase_dir_state *st)
 	e->by_wd[st->wd % STATE_BUCKETS] = st;
 }
 
-static struct fastcase_dir_state *state_get(struct fastcase_engine *e,
-					    const struct fastcase_dir_id *id,
-					    int dirfd)
+static struct fastcase_dir_state *state_find(struct fastcase_engine *e,
+					     const struct fastcase_dir_id *id)
 {
-	unsigned b = id_bucket(id);
-	struct fastcase_dir_state *st = e->by_id[b];
+	struct fastcase_dir_state *st = e->by_id[id_bucket(id)];
 
 	while (st != NULL &&
 	       (st->id.dev != id->dev || st->id.ino != id->ino)) {
 		st = st->id_next;
 	}
+	return st;
+}
+
+static struct fastcase_dir_state *state_get(struct fastcase_engine *e,
+					    const struct fastcase_dir_id *id,
+					    int dirfd)
+{
+	unsigned b = id_bucket(id);
+	struct fastcase_dir_state *st = state_find(e, id);
+
 	if (st != NULL) {
 		if (st != e->lru) {
 			DLIST_PROMOTE(e->lru, st);
@@ -431,6 +440,7 @@ static void apply_event(void *private_data, int wd,
 	struct fastcase_dir_state *st;
 
 	e->stats.events++;
+	e->change_count++;
 	switch (kind) {
 	case FASTCASE_WATCH_OVERFLOW:
 		e->stats.overflows++;
@@ -1140,23 +1150,29 @@ void fastcase_engine_create_end(struct fastcase_engine *e,
 	fastcase_cache_trim(e->cache);
 }
 
+uint64_t fastcase_engine_change_count(struct fastcase_engine *e)
+{
+	drain(e);
+	if (e->watch == NULL || e->cache == NULL ||
+	    e->stats.watch_failures > 0) {
+		/* changes may pass unseen: every question may be new */
+		e->change_count++;
+	}
+	return e->change_count;
+}
+
 void fastcase_engine_name_changed(struct fastcase_engine *e, int dirfd,
 				  const char *name)
 {
 	struct fastcase_dir_state *st;
 	struct fastcase_dir_id id = { 0 };
 	struct stat cur;
-	unsigned b;
 
+	e->change_count++;
 	if (e->cache == NULL || dir_id_of(dirfd, &cur, &id) != 0) {
 		return;
 	}
-	b = id_bucket(&id);
-	for (st = e->by_id[b]; st != NULL; st = st->id_next) {
-		if (st->id.dev == id.dev && st->id.ino == id.ino) {
-			break;
-		}
-	}
+	st = state_find(e, &id);
 	if (st == NULL) {
 		/* Not cached here. Processes that cache it watch it or
 		 * check its stamp, and the stamp just moved. */

@@ -1693,6 +1693,38 @@ static void test_malformed_bucket_forgotten(void **state)
 	peer_quit(a);
 }
 
+/*
+ * The change count tells a caller with answers of its own (smbd's
+ * real-name memcache) when to drop them: it moves with every change seen
+ * and, without inotify, at every call.
+ */
+static void test_change_count(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	char *dir = make_dir(f, "changes");
+	uint64_t c0, c1;
+	int fd;
+
+	touch(dir, "Foo.txt");
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "FOO.TXT", "Foo.txt");
+	c0 = fastcase_engine_change_count(e);
+	assert_int_equal(fastcase_engine_change_count(e), c0);
+	touch(dir, "Bar.txt");
+	c1 = fastcase_engine_change_count(e);
+	assert_true(c1 != c0);
+	assert_int_equal(fastcase_engine_change_count(e), c1);
+	fastcase_engine_name_changed(e, fd, "Bar.txt");
+	assert_true(fastcase_engine_change_count(e) != c1);
+	close(fd);
+	TALLOC_FREE(e);
+
+	e = engine(f, &windows_rules, 0);	/* no inotify */
+	c0 = fastcase_engine_change_count(e);
+	assert_true(fastcase_engine_change_count(e) != c0);
+}
+
 static void test_second_engine_same_process(void **state)
 {
 	struct fixture *f = *state;
@@ -1752,6 +1784,7 @@ int main(int argc, char **argv)
 		T(test_create_checked_when_too_big),
 		T(test_create_refused_when_locked),
 		T(test_malformed_bucket_forgotten),
+		T(test_change_count),
 #undef T
 	};
 
