@@ -17,6 +17,7 @@ import unicodedata
 from samba import NTSTATUSError
 from samba import ntstatus
 
+import harness
 from harness import SmbdTestCase, FASTCASE
 
 FILE_OPEN = 1
@@ -373,6 +374,65 @@ class ChangesSeenAtOnce(EngineTestCase):
         del c
         # the cache said "no such name" after the delete, at once
         self.assertAnsweredFromCache('fc', hits=1, misses=1)
+
+
+class RealNameMemcache(EngineTestCase):
+    """smbd's per-process memcache of real names ("stat cache") stays on
+    for every share the process serves: the module keeps it true for its
+    own shares instead of switching it off process-wide."""
+    shares = {'fc': dict(FASTCASE), 'plain': {}}
+    global_params = {'smbd profiling level': 'on'}
+
+    def statcache_counters(self):
+        r = subprocess.run([harness.tool('smbstatus'),
+                            '--configfile=' + self.smbd.conf, '--profile'],
+                           capture_output=True, text=True)
+        counters = {}
+        for line in r.stdout.splitlines():
+            name, _, value = line.partition(':')
+            if name.strip().startswith('statcache_'):
+                counters[name.strip()] = int(value.split()[0])
+        return counters
+
+    def test_other_shares_keep_the_memcache(self):
+        dfc = self.fresh_dir('fc')
+        dplain = self.fresh_dir('plain')
+        self.fill('fc', dfc, ['Report.docx'])
+        self.fill('plain', dplain, ['Notes.txt'])
+        self.smbd.wait_unused()
+        fc, plain = self.conn('fc'), self.conn('plain')
+        self.assertEqual(fc.loadfile(dfc + '\\REPORT.DOCX'), b'Report.docx')
+        for _ in range(3):
+            self.assertEqual(plain.loadfile(dplain + '\\NOTES.TXT'),
+                             b'Notes.txt')
+        # profile counters reach the shared profile file within seconds
+        deadline = time.monotonic() + 15
+        counters = {}
+        while time.monotonic() < deadline:
+            counters = self.statcache_counters()
+            if counters.get('statcache_hits', 0) > 0:
+                break
+            time.sleep(0.2)
+        self.assertGreater(counters.get('statcache_hits', 0), 0, counters)
+        del fc, plain
+
+    def test_memcache_answer_dropped_after_local_change(self):
+        # the memcache would answer "Report.docx" after a local program
+        # replaced it by "REPORT.docx"
+        d = self.fresh_dir('fc')
+        self.fill('fc', d, ['Report.docx'])
+        self.smbd.wait_unused()
+        c = self.conn('fc')
+        for _ in range(2):
+            self.assertEqual(c.loadfile(d + '\\report.DOCX'),
+                             b'Report.docx')
+        os.unlink(self.local('fc', d, 'Report.docx'))
+        self.fill('fc', d, ['REPORT.docx'])
+        self.assertEqual(c.loadfile(d + '\\report.DOCX'), b'REPORT.docx')
+        os.unlink(self.local('fc', d, 'REPORT.docx'))
+        create(c, d + '\\report.DOCX', disposition=FILE_CREATE)
+        self.assertEqual(os.listdir(self.local('fc', d)), ['report.DOCX'])
+        del c
 
 
 class FoldModes(EngineTestCase):
