@@ -30,6 +30,7 @@
 #include "lib/global_contexts.h"
 #include "system/filesys.h"
 #include "lib/param/loadparm.h"
+#include "lib/util/memcache.h"
 #include "fastcase_engine.h"
 #include "fastcase_params.h"
 
@@ -106,7 +107,12 @@ struct fastcase_share {
 	struct fastcase_engine *engine;
 	struct tevent_fd *watch_fde;
 	bool authoritative;	/* answer even when smbd would scan */
+	/* the engine's change count when smbd's real-name memcache was
+	 * last known true for this share */
+	uint64_t memcache_changes;
 	bool legacy;		/* "fastcase:legacy charset" is set */
+	/* a module below maps names or has no kernel fd: smbd answers */
+	bool below_maps_names;
 	/* readdir's answer for a legacy name, under its UTF-8 spelling */
 	struct dirent *legacy_dirent;
 };
@@ -182,6 +188,44 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 	return true;
 }
 
+/*
+ * The engine reads directories and applies events through the kernel,
+ * under the module's own fds. A module below that maps names (catia,
+ * fruit) shows smbd other names than the disk holds, and one without a
+ * kernel fd (glusterfs, ceph) has nothing the engine could read: with
+ * either below, every question goes back to smbd. Listed above fastcase
+ * they are fine.
+ */
+static bool fastcase_names_mapped_below(struct vfs_handle_struct *handle)
+{
+	static const char *const mapping[] = {
+		"catia", "fruit", "glusterfs", "ceph", "ceph_new", NULL,
+	};
+	const char **objects = lp_vfs_objects(SNUM(handle->conn));
+	bool below = false;
+	size_t i, j;
+
+	for (i = 0; objects != NULL && objects[i] != NULL; i++) {
+		if (strncmp(objects[i], "fastcase", 8) == 0) {
+			below = true;
+			continue;
+		}
+		for (j = 0; below && mapping[j] != NULL; j++) {
+			if (strcmp(objects[i], mapping[j]) == 0) {
+				DBG_WARNING("share [%s]: vfs_%s is below "
+					    "fastcase in \"vfs objects\"; "
+					    "smbd answers every lookup; list "
+					    "fastcase after it\n",
+					    lp_const_servicename(
+						    SNUM(handle->conn)),
+					    objects[i]);
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 static int fastcase_connect(struct vfs_handle_struct *handle,
 			    const char *service, const char *user)
 {
@@ -222,6 +266,7 @@ static int fastcase_connect(struct vfs_handle_struct *handle,
 		}
 	}
 
+	share->below_maps_names = fastcase_names_mapped_below(handle);
 	if (!fastcase_start_engine(handle, share)) {
 		TALLOC_FREE(share);
 		SMB_VFS_NEXT_DISCONNECT(handle);
@@ -229,23 +274,35 @@ static int fastcase_connect(struct vfs_handle_struct *handle,
 		return -1;
 	}
 
-	/*
-	 * smbd's per-process real-name memcache (GETREALFILENAME_CACHE,
-	 * under "stat cache") keeps the spelling of a name after a local
-	 * program deleted it, and a create then takes that old spelling.
-	 * The engine's cache is shared and kept exact, so the memcache only
-	 * adds stale answers: switch it off in processes that serve a
-	 * fastcase share.
-	 */
-	if (lp_stat_cache()) {
-		lp_set_cmdline("stat cache", "no");
-		DBG_INFO("share [%s]: \"stat cache\" off in this smbd "
-			 "process\n", service);
-	}
-
 	SMB_VFS_HANDLE_SET_DATA(handle, share, NULL,
 				struct fastcase_share, return -1);
 	return 0;
+}
+
+/*
+ * smbd keeps a per-process memcache of real names (GETREALFILENAME_CACHE,
+ * when "stat cache" is on) and consults it after an exact-case miss,
+ * before it asks get_real_filename_at: an answer there outlives a local
+ * change, and a create after a local delete would take the deleted
+ * name's spelling. Every such lookup starts with an exact-case open that
+ * fails with ENOENT, so here the memcache is dropped whenever the engine
+ * saw (or may have missed) a change since it was last known true, and
+ * always for rules other than smbd's own, whose answers smbd's memcache
+ * key (smbd's upper case) cannot tell apart. Other shares of the process
+ * keep "stat cache" as configured.
+ */
+static void fastcase_keep_memcache_true(struct fastcase_share *share)
+{
+	uint64_t changes;
+
+	if (!lp_stat_cache()) {
+		return;
+	}
+	changes = fastcase_engine_change_count(share->engine);
+	if (share->authoritative || changes != share->memcache_changes) {
+		memcache_flush(NULL, GETREALFILENAME_CACHE);
+		share->memcache_changes = changes;
+	}
 }
 
 /*
@@ -264,6 +321,63 @@ static int fastcase_dir_fd(const struct files_struct *dirfsp, int *tmp_fd)
 	return fd;
 }
 
+/*
+ * smbd's own scan compares the client's name with every directory entry
+ * as SMB_VFS_TRANSLATE_NAME shows it to clients (vfs_readdirname()): a
+ * module such as catia maps characters there. The engine holds the names
+ * on disk, so the question is translated to them and the answer back.
+ * Without such a module both calls answer NONE_MAPPED and cost nothing.
+ */
+static char *fastcase_translate(struct vfs_handle_struct *handle,
+				const char *name,
+				enum vfs_translate_direction direction,
+				TALLOC_CTX *mem_ctx)
+{
+	char *out = NULL;
+	NTSTATUS status;
+
+	status = SMB_VFS_TRANSLATE_NAME(handle->conn, name, direction,
+					mem_ctx, &out);
+	if (NT_STATUS_EQUAL(status, NT_STATUS_NONE_MAPPED)) {
+		return talloc_strdup(mem_ctx, name);
+	}
+	return NT_STATUS_IS_OK(status) ? out : NULL;
+}
+
+static enum fastcase_result fastcase_lookup(struct vfs_handle_struct *handle,
+					    struct fastcase_share *share,
+					    int fd, const char *name,
+					    TALLOC_CTX *mem_ctx,
+					    char **found_name)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	char *disk_name = NULL, *found = NULL;
+	enum fastcase_result res = FASTCASE_UNKNOWN;
+
+	disk_name = fastcase_translate(handle, name, vfs_translate_to_unix,
+				       frame);
+	if (disk_name != NULL) {
+		res = fastcase_engine_lookup(share->engine, fd, disk_name,
+					     frame, &found);
+	}
+	if (res == FASTCASE_UNKNOWN && disk_name != NULL &&
+	    share->authoritative) {
+		/* smbd's scan would compare by its own rule: scan here */
+		res = fastcase_engine_scan(share->engine, fd, disk_name,
+					   frame, &found);
+	}
+	if (res == FASTCASE_FOUND) {
+		*found_name = fastcase_translate(handle, found,
+						 vfs_translate_to_windows,
+						 mem_ctx);
+		if (*found_name == NULL) {
+			res = FASTCASE_UNKNOWN;
+		}
+	}
+	TALLOC_FREE(frame);
+	return res;
+}
+
 static NTSTATUS fastcase_get_real_filename_at(
 	struct vfs_handle_struct *handle,
 	struct files_struct *dirfsp,
@@ -272,7 +386,7 @@ static NTSTATUS fastcase_get_real_filename_at(
 	char **found_name)
 {
 	struct fastcase_share *share = NULL;
-	enum fastcase_result res;
+	enum fastcase_result res = FASTCASE_UNKNOWN;
 	int fd, tmp_fd;
 
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
@@ -284,22 +398,15 @@ static NTSTATUS fastcase_get_real_filename_at(
 	 * NOT_SUPPORTED as final. No name on disk is spelled like that:
 	 * only smbd's scan, which demangles, can answer.
 	 */
-	if (mangle_is_mangled(name, handle->conn->params)) {
+	if (share->below_maps_names ||
+	    mangle_is_mangled(name, handle->conn->params)) {
 		return SMB_VFS_NEXT_GET_REAL_FILENAME_AT(
 			handle, dirfsp, name, mem_ctx, found_name);
 	}
-
 	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
-	if (fd == -1) {
-		return SMB_VFS_NEXT_GET_REAL_FILENAME_AT(
-			handle, dirfsp, name, mem_ctx, found_name);
-	}
-	res = fastcase_engine_lookup(share->engine, fd, name, mem_ctx,
-				     found_name);
-	if (res == FASTCASE_UNKNOWN && share->authoritative) {
-		/* smbd's scan would compare by its own rule: scan here */
-		res = fastcase_engine_scan(share->engine, fd, name, mem_ctx,
-					   found_name);
+	if (fd != -1) {
+		res = fastcase_lookup(handle, share, fd, name, mem_ctx,
+				      found_name);
 	}
 	if (tmp_fd != -1) {
 		close(tmp_fd);
@@ -548,10 +655,14 @@ static int fastcase_openat(struct vfs_handle_struct *handle,
 
 	/* smbd always creates with O_EXCL; anything else opens */
 	if ((how->flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ||
-	    !is_single_name(smb_fname)) {
+	    !is_single_name(smb_fname) || share->below_maps_names) {
 		struct smb_filename *disk = NULL;
 
 		ret = SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
+		if (ret == -1 && errno == ENOENT) {
+			fastcase_keep_memcache_true(share);
+			errno = ENOENT;
+		}
 		if (ret == -1 && !(how->flags & O_CREAT) &&
 		    (disk = fastcase_legacy_fname(handle, dirfsp,
 						  smb_fname)) != NULL) {
@@ -602,7 +713,7 @@ static int fastcase_mkdirat(struct vfs_handle_struct *handle,
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return -1);
 
-	if (!is_single_name(smb_fname)) {
+	if (!is_single_name(smb_fname) || share->below_maps_names) {
 		ret = SMB_VFS_NEXT_MKDIRAT(handle, dirfsp, smb_fname, mode);
 		if (ret == 0) {
 			fastcase_note_changed(share, dirfsp, smb_fname);
@@ -735,7 +846,8 @@ static int fastcase_renameat(struct vfs_handle_struct *handle,
 	int ret;
 
 	FASTCASE_GET_SHARE(handle, share);
-	if (!is_single_name(smb_fname_src) || !is_single_name(smb_fname_dst)) {
+	if (!is_single_name(smb_fname_src) || !is_single_name(smb_fname_dst) ||
+	    share->below_maps_names) {
 		ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
 					    dstdir_fsp, smb_fname_dst);
 		if (ret == 0 && smb_fname_src->stream_name == NULL) {

@@ -435,6 +435,48 @@ class RealNameMemcache(EngineTestCase):
         del c
 
 
+# on disk ':' and '?', for clients the private-use characters macOS sends
+CATIA_MAPPINGS = '0x3a:0xf022,0x3f:0xf025'
+
+
+class CatiaStacked(EngineTestCase):
+    """catia maps U+F022 to ':' (and more) from client to disk. fastcase
+    listed after it (below) sees the on-disk names and answers; listed
+    before it, its own reads of the disk would miss catia's mapping, so
+    it hands every lookup to smbd. Either way the answers are catia's."""
+    shares = {
+        'catia': {'vfs objects': 'catia', 'catia:mappings': CATIA_MAPPINGS},
+        'catia_fc': {'vfs objects': 'catia fastcase',
+                     'catia:mappings': CATIA_MAPPINGS},
+        'fc_catia': {'vfs objects': 'fastcase catia',
+                     'catia:mappings': CATIA_MAPPINGS},
+    }
+
+    def answers(self, share, d, spellings):
+        c = self.conn(share)
+        out = {}
+        for name in spellings:
+            try:
+                out[name] = c.loadfile(d + '\\' + name)
+            except NTSTATUSError as e:
+                out[name] = hex(status_of(e))
+        out['listing'] = sorted(e['name'] for e in c.list(d))
+        return out
+
+    def test_same_answers_as_catia_alone(self):
+        spellings = ['A\uf022B.TXT', 'a\uf022b.txt', 'Q\uf025.DOC',
+                     'q\uf025.doc', 'NONE\uf022X']
+        results = {}
+        for share in self.shares:
+            d = self.fresh_dir(share)
+            self.fill(share, d, ['a:b.txt', 'Q?.doc'])
+            results[share] = self.answers(share, d, spellings)
+        self.assertEqual(results['catia']['A\uf022B.TXT'], b'a:b.txt')
+        for share in ('catia_fc', 'fc_catia'):
+            self.assertEqual(results[share], results['catia'], share)
+        self.assertTrue(self.wait_for_log(r'vfs_catia is below fastcase'))
+
+
 class FoldModes(EngineTestCase):
     shares = {
         'win': dict(FASTCASE),
