@@ -71,6 +71,12 @@ struct fastcase_engine_options {
 	 * Otherwise the engine picks by its ranking (see choose_name()).
 	 */
 	bool defer_ambiguous;
+	/*
+	 * Tests only: called before every wait for a directory's lock, so
+	 * that a test can make a change land while a process waits for one.
+	 */
+	void (*before_lock)(void *private_data);
+	void *before_lock_data;
 };
 
 struct fastcase_engine;

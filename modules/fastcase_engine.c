@@ -84,6 +84,8 @@ struct fastcase_engine {
 	bool unchecked_logged;
 	bool lock_timeout_logged;
 	uint64_t change_count;	/* see fastcase_engine_change_count() */
+	void (*before_lock)(void *private_data);
+	void *before_lock_data;
 	bool defer_ambiguous;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
@@ -319,7 +321,12 @@ static bool record_usable(const struct fastcase_dir_record *rec)
  */
 static int lock_dir(struct fastcase_engine *e, struct fastcase_dir_state *st)
 {
-	int ret = fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
+	int ret;
+
+	if (e->before_lock != NULL) {
+		e->before_lock(e->before_lock_data);
+	}
+	ret = fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
 
 	if (ret == ETIMEDOUT) {
 		char path[PATH_MAX];
@@ -1276,6 +1283,8 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 		fastcase_scope_set_legacy(&e->scope, legacy);
 	}
 	e->defer_ambiguous = opts->defer_ambiguous;
+	e->before_lock = opts->before_lock;
+	e->before_lock_data = opts->before_lock_data;
 	e->state_limit = opts->watch_limit != 0 ? opts->watch_limit :
 		UNWATCHED_STATE_LIMIT;
 	talloc_set_destructor(e, engine_destructor);

@@ -1725,6 +1725,59 @@ static void test_change_count(void **state)
 	assert_true(fastcase_engine_change_count(e) != c0);
 }
 
+/*
+ * A change that lands while a process waits for a directory's lock to
+ * restamp it: the new stamp must not vouch for records that lack it, or a
+ * process validating by stamps (no inotify) trusts them and misses it.
+ */
+struct change_while_waiting {
+	const char *dir;
+	int calls;
+	int fire_at;
+};
+
+static void change_while_waiting(void *private_data)
+{
+	struct change_while_waiting *c = private_data;
+
+	if (++c->calls != c->fire_at) {
+		return;
+	}
+	touch(c->dir, "New.txt");
+	/* older than the racy margin when the stamp is read */
+	usleep(150 * 1000);
+}
+
+static void test_restamp_after_waiting(void **state)
+{
+	struct fixture *f = *state;
+	char *dir = make_dir(f, "restamp");
+	struct change_while_waiting hook = { .dir = dir };
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	struct fastcase_engine *watcher = NULL, *stamps = NULL;
+	int fd;
+
+	o.before_lock = change_while_waiting;
+	o.before_lock_data = &hook;
+	assert_int_equal(fastcase_engine_create(f, &o, &watcher), 0);
+	stamps = engine(f, &windows_rules, 0);	/* no inotify */
+	touch(dir, "Old.txt");
+	fd = open_dir(dir);
+	expect_lookup(watcher, fd, "OLD.TXT", "Old.txt");
+	usleep(150 * 1000);
+	/*
+	 * The watcher applies T1's event under the lock (first wait), then
+	 * waits again to restamp the directory: New.txt lands then.
+	 */
+	touch(dir, "T1.txt");
+	hook.calls = 0;
+	hook.fire_at = 2;
+	expect_lookup(watcher, fd, "T1.TXT", "T1.txt");
+	assert_true(hook.calls >= 2);
+	expect_lookup(stamps, fd, "NEW.TXT", "New.txt");
+	close(fd);
+}
+
 static void test_second_engine_same_process(void **state)
 {
 	struct fixture *f = *state;
@@ -1785,6 +1838,7 @@ int main(int argc, char **argv)
 		T(test_create_refused_when_locked),
 		T(test_malformed_bucket_forgotten),
 		T(test_change_count),
+		T(test_restamp_after_waiting),
 #undef T
 	};
 
