@@ -1,7 +1,9 @@
 /*
  * vfs_fastcase: invalidation through inotify
  *
- * One inotify instance per process. A change to a watched directory is
+ * One inotify instance per share's engine: a process serving two fastcase
+ * shares holds two, each counted against the creating user's
+ * fs.inotify.max_user_instances. A change to a watched directory is
  * queued by the kernel before the system call that made it returns, so
  * draining the queue before a lookup makes the lookup see every change
  * that completed before it began.

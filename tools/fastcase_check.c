@@ -276,14 +276,102 @@ static bool is_subdir(DIR *d, const struct dirent *de)
 	       S_ISDIR(st.st_mode);
 }
 
+/* What one directory's read collects. */
+struct dir_listing {
+	struct keyed_name *v;
+	size_t n, cap;
+	char **subdirs;
+	size_t nsub;
+};
+
+/* Report a legacy or invalid name and keep its key; false: no memory. */
+static bool note_name(const struct check_opts *o, struct check_totals *t,
+		      const char *path, const char *name,
+		      struct dir_listing *l)
+{
+	char key[FASTCASE_KEY_MAX], decoded[FASTCASE_KEY_MAX];
+	const char *spelling = NULL;
+	struct keyed_name *k = NULL;
+	size_t key_len;
+
+	t->names++;
+	spelling = fastcase_legacy_decode(o->legacy, name, decoded,
+					  sizeof(decoded));
+	if (spelling != NULL) {
+		t->legacy++;
+		report_legacy(o, t, path, name, spelling);
+	} else if (fastcase_name_is_invalid_utf8(name)) {
+		t->invalid++;
+		report_simple(o, t, "invalid-utf8", path, name, 0);
+	}
+	if (fastcase_fold_key(&o->cfg.rules, spelling != NULL ? spelling : name,
+			      key, sizeof(key), &key_len) != 0) {
+		return true;
+	}
+	if (l->n == l->cap) {
+		struct keyed_name *v = NULL;
+
+		l->cap = l->cap ? l->cap * 2 : 64;
+		v = realloc(l->v, l->cap * sizeof(*v));
+		if (v == NULL) {
+			return false;
+		}
+		l->v = v;
+	}
+	k = &l->v[l->n];
+	k->key = malloc(key_len);
+	k->name = strdup(name);
+	k->spelling = strdup(spelling != NULL ? spelling : name);
+	if (k->key == NULL || k->name == NULL || k->spelling == NULL) {
+		free(k->key);
+		free(k->name);
+		free(k->spelling);
+		return false;
+	}
+	memcpy(k->key, key, key_len);
+	k->key_len = key_len;
+	l->n++;
+	return true;
+}
+
+static bool note_subdir(struct dir_listing *l, const char *name)
+{
+	char **tmp = realloc(l->subdirs, (l->nsub + 1) * sizeof(*tmp));
+
+	if (tmp == NULL) {
+		return false;
+	}
+	l->subdirs = tmp;
+	l->subdirs[l->nsub] = strdup(name);
+	if (l->subdirs[l->nsub] != NULL) {
+		l->nsub++;
+	}
+	return true;
+}
+
+static void free_listing(struct dir_listing *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		free(l->v[i].key);
+		free(l->v[i].name);
+		free(l->v[i].spelling);
+	}
+	free(l->v);
+	for (i = 0; i < l->nsub; i++) {
+		free(l->subdirs[i]);
+	}
+	free(l->subdirs);
+}
+
 static void check_dir(const struct check_opts *o, struct check_totals *t,
 		      int fd, const char *path)
 {
-	struct keyed_name *v = NULL;
-	char **subdirs = NULL;
-	size_t n = 0, cap = 0, nsub = 0, i;
-	struct dirent *de;
+	struct dir_listing l = { .v = NULL };
+	struct dirent *de = NULL;
 	DIR *d = fdopendir(fd);
+	size_t i;
 
 	if (d == NULL) {
 		report_error(t, path, errno);
@@ -292,86 +380,28 @@ static void check_dir(const struct check_opts *o, struct check_totals *t,
 	}
 	t->dirs++;
 	while ((de = readdir(d)) != NULL) {
-		char key[FASTCASE_KEY_MAX];
-		size_t key_len;
-
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0) {
 			continue;
 		}
-		char decoded[FASTCASE_KEY_MAX];
-		const char *spelling = NULL;
-
-		t->names++;
-		spelling = fastcase_legacy_decode(o->legacy, de->d_name,
-						  decoded, sizeof(decoded));
-		if (spelling != NULL) {
-			t->legacy++;
-			report_legacy(o, t, path, de->d_name, spelling);
-		} else if (fastcase_name_is_invalid_utf8(de->d_name)) {
-			t->invalid++;
-			report_simple(o, t, "invalid-utf8", path, de->d_name,
-				      0);
-		}
-		if (fastcase_fold_key(&o->cfg.rules,
-				      spelling != NULL ? spelling : de->d_name,
-				      key, sizeof(key), &key_len) == 0) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 64;
-				v = realloc(v, cap * sizeof(*v));
-				if (v == NULL) {
-					report_error(t, path, ENOMEM);
-					closedir(d);
-					return;
-				}
-			}
-			v[n].key = malloc(key_len);
-			v[n].name = strdup(de->d_name);
-			v[n].spelling = strdup(spelling != NULL ? spelling :
-					       de->d_name);
-			if (v[n].key == NULL || v[n].name == NULL ||
-			    v[n].spelling == NULL) {
-				report_error(t, path, ENOMEM);
-				break;
-			}
-			memcpy(v[n].key, key, key_len);
-			v[n].key_len = key_len;
-			n++;
-		}
-		if (is_subdir(d, de)) {
-			char **tmp = realloc(subdirs,
-					     (nsub + 1) * sizeof(*subdirs));
-
-			if (tmp == NULL) {
-				report_error(t, path, ENOMEM);
-				break;
-			}
-			subdirs = tmp;
-			subdirs[nsub] = strdup(de->d_name);
-			if (subdirs[nsub] != NULL) {
-				nsub++;
-			}
+		if (!note_name(o, t, path, de->d_name, &l) ||
+		    (is_subdir(d, de) && !note_subdir(&l, de->d_name))) {
+			report_error(t, path, ENOMEM);
+			break;
 		}
 		progress(o, t);
 	}
 	closedir(d);
 
-	check_collisions(o, t, path, v, n);
-	if (n >= o->large) {
+	check_collisions(o, t, path, l.v, l.n);
+	if (l.n >= o->large) {
 		t->large++;
-		report_simple(o, t, "large-directory", path, NULL, n);
+		report_simple(o, t, "large-directory", path, NULL, l.n);
 	}
-	for (i = 0; i < n; i++) {
-		free(v[i].key);
-		free(v[i].name);
-		free(v[i].spelling);
+	for (i = 0; i < l.nsub; i++) {
+		check_subdir(o, t, path, l.subdirs[i]);
 	}
-	free(v);
-	for (i = 0; i < nsub; i++) {
-		check_subdir(o, t, path, subdirs[i]);
-		free(subdirs[i]);
-	}
-	free(subdirs);
+	free_listing(&l);
 }
 
 /*
@@ -534,7 +564,8 @@ static void usage(FILE *f)
 "exit status: 0 nothing found, 1 findings, 2 error\n", DEFAULT_LARGE);
 }
 
-int main(int argc, char **argv)
+/* The command line into o; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, struct check_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "fold", required_argument, NULL, 'f' },
@@ -548,13 +579,10 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct check_opts o = { .large = DEFAULT_LARGE };
-	struct check_totals t = { .first_json = true };
 	const char *share = NULL, *config = "/etc/samba/smb.conf";
-	const char *why = NULL, *bad = NULL;
-	int c, i;
+	const char *why = NULL;
+	int c;
 
-	fastcase_config_init(&o.cfg);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		const char *param = NULL;
 
@@ -564,13 +592,13 @@ int main(int argc, char **argv)
 		case 'n': param = "normalize"; break;
 		case 's': share = optarg; continue;
 		case 'c': config = optarg; continue;
-		case 'L': o.large = strtoul(optarg, NULL, 10); continue;
-		case 'j': o.json = true; continue;
+		case 'L': o->large = strtoul(optarg, NULL, 10); continue;
+		case 'j': o->json = true; continue;
 		case 'C': param = "legacy charset"; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
-		if (fastcase_param_set(&o.cfg, param, optarg, &why) != 0) {
+		if (fastcase_param_set(&o->cfg, param, optarg, &why) != 0) {
 			fprintf(stderr, "fastcase-check: --%s %s: %s\n",
 				param, optarg, why);
 			return 2;
@@ -580,8 +608,41 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (share != NULL && load_share(&o.cfg, config, share) != 0) {
+	if (share != NULL && load_share(&o->cfg, config, share) != 0) {
 		return 2;
+	}
+	return -1;
+}
+
+static void print_summary(const struct check_opts *o,
+			  const struct check_totals *t)
+{
+	if (o->json) {
+		printf("\n], \"summary\": {\"directories\": %lu, "
+		       "\"names\": %lu, \"collisions\": %lu, "
+		       "\"invalid_utf8\": %lu, \"legacy_names\": %lu, "
+		       "\"large_directories\": %lu, \"errors\": %lu}}\n",
+		       t->dirs, t->names, t->collisions, t->invalid,
+		       t->legacy, t->large, t->errors);
+	} else {
+		printf("%lu directories, %lu names: %lu collisions, "
+		       "%lu invalid UTF-8, %lu legacy names, "
+		       "%lu large directories\n", t->dirs, t->names,
+		       t->collisions, t->invalid, t->legacy, t->large);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct check_opts o = { .large = DEFAULT_LARGE };
+	struct check_totals t = { .first_json = true };
+	const char *why = NULL, *bad = NULL;
+	int i, ret;
+
+	fastcase_config_init(&o.cfg);
+	ret = parse_args(argc, argv, &o);
+	if (ret != -1) {
+		return ret;
 	}
 	if (fastcase_config_check(&o.cfg, &bad, &why) != 0) {
 		fprintf(stderr, "fastcase-check: %s %s\n", bad, why);
@@ -595,7 +656,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o.progress = !o.json && isatty(STDERR_FILENO);
-
 	if (o.json) {
 		printf("{\"findings\": [\n");
 	}
@@ -611,19 +671,7 @@ int main(int argc, char **argv)
 	if (o.progress) {
 		fprintf(stderr, "\r\033[K");
 	}
-	if (o.json) {
-		printf("\n], \"summary\": {\"directories\": %lu, "
-		       "\"names\": %lu, \"collisions\": %lu, "
-		       "\"invalid_utf8\": %lu, \"legacy_names\": %lu, "
-		       "\"large_directories\": %lu, \"errors\": %lu}}\n",
-		       t.dirs, t.names, t.collisions, t.invalid, t.legacy,
-		       t.large, t.errors);
-	} else {
-		printf("%lu directories, %lu names: %lu collisions, "
-		       "%lu invalid UTF-8, %lu legacy names, "
-		       "%lu large directories\n", t.dirs, t.names,
-		       t.collisions, t.invalid, t.legacy, t.large);
-	}
+	print_summary(&o, &t);
 	if (t.errors > 0) {
 		return 2;
 	}
