@@ -84,6 +84,11 @@ PASSWORD = 'fastcase-test'
 # Parameters that make a share a fastcase share: merge into a share's dict.
 FASTCASE = {'vfs objects': 'fastcase'}
 
+# smbd's real-name memcache ("stat cache") answers a repeated wrong-case
+# lookup before the module is asked: tests that count the module's own
+# answers turn it off (test_engine.RealNameMemcache tests it on).
+EVERY_LOOKUP_REACHES_THE_MODULE = {'stat cache': 'no'}
+
 # Defaults of every share the harness writes (a share's dict overrides).
 SHARE_DEFAULTS = {
     'read only': 'no',

@@ -249,6 +249,7 @@ class Storm(SmbdTestCase):
 class UnusableCache(SmbdTestCase):
     """The cache file cannot be used: answers come from smbd's scan; the
     next connection whose smbd can make it answers from the cache."""
+    global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
 
     @classmethod
     def setUpClass(cls):
@@ -297,6 +298,7 @@ class UnusableCache(SmbdTestCase):
 
 
 class BrokenCacheFiles(SmbdTestCase):
+    global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
     shares = {'fc': dict(FASTCASE)}
 
     def answers_are_right(self):
@@ -362,6 +364,7 @@ class BrokenCacheFiles(SmbdTestCase):
 class NoInotify(SmbdTestCase):
     """Stamps alone, no inotify: local changes are still seen at once, in
     the cache's answers."""
+    global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
     shares = {'fc': dict(FASTCASE, **{'fastcase:watch limit': '0'})}
 
     def test_local_changes_without_inotify(self):
@@ -384,6 +387,7 @@ class NoInotify(SmbdTestCase):
 
 
 class InotifyInstancesExhausted(SmbdTestCase):
+    global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
     shares = {'fc': dict(FASTCASE)}
     SYSCTL = 'fs/inotify/max_user_instances'
 
@@ -619,6 +623,7 @@ class InotifyLimits(SmbdTestCase):
     """Few watches and a short event queue: overflows and failed watches
     fall back to validation, never to a stale answer, and the cache still
     answers."""
+    global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
     shares = {'fc': dict(FASTCASE)}
     WATCHES = 'fs/inotify/max_user_watches'
     QUEUE = 'fs/inotify/max_queued_events'
