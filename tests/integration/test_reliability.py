@@ -281,9 +281,14 @@ class UnusableCache(SmbdTestCase):
             c.loadfile(d + '\\absent.txt')
         self.assertEqual(status_of(cm.exception),
                          ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
+        # a create goes ahead as on stock smbd, and says it was unchecked
+        c.savefile(d + '\\New.txt', b'new')
+        self.assertTrue(os.path.exists(self.local('ro', d, 'New.txt')))
         log = self.log_text(since=mark)
         self.assertIn('cannot use the cache file', log)
         self.assertIn('[ro]', log)
+        self.assertRegex(log, r'"New.txt" in .* is created without the '
+                              r'check for case variants: no usable cache')
         del c
         # the next connection whose smbd can make the file answers from it
         subprocess.run([harness.tool('mount'), '-o', 'remount,bind,rw',
