@@ -639,6 +639,88 @@ static bool is_single_name(const struct smb_filename *smb_fname)
 	       smb_fname->stream_name == NULL;
 }
 
+/* The call a create bracket wraps; -1 with errno on failure. */
+typedef int (*fastcase_create_fn)(struct vfs_handle_struct *handle,
+				  void *private_data);
+
+/*
+ * Create name in dirfsp by create(), refused when a name that folds equal
+ * exists (EEXIST) or when the check cannot be made race-free (the
+ * engine's errno, such as ETIMEDOUT): see "Creates" in docs/DESIGN.md.
+ */
+static int fastcase_create_checked(struct vfs_handle_struct *handle,
+				   struct fastcase_share *share,
+				   const struct files_struct *dirfsp,
+				   const char *name, fastcase_create_fn create,
+				   void *private_data)
+{
+	struct fastcase_create op;
+	char *existing = NULL;
+	int fd, tmp_fd, ret, err;
+
+	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
+	err = fastcase_engine_create_begin(share->engine, fd, name, &op,
+					   talloc_tos(), &existing);
+	if (err == EEXIST) {
+		DBG_INFO("create of [%s] refused: [%s] exists\n", name,
+			 existing);
+		TALLOC_FREE(existing);
+		ret = -1;
+	} else if (err != 0) {
+		DBG_NOTICE("create of [%s] refused: %s\n", name,
+			   strerror(err));
+		ret = -1;
+	} else {
+		ret = create(handle, private_data);
+		err = errno;
+		fastcase_engine_create_end(share->engine, &op, name,
+					   ret != -1);
+	}
+	if (tmp_fd != -1) {
+		close(tmp_fd);
+	}
+	errno = err;
+	return ret;
+}
+
+struct fastcase_openat_args {
+	const struct files_struct *dirfsp;
+	const struct smb_filename *smb_fname;
+	struct files_struct *fsp;
+	const struct vfs_open_how *how;
+};
+
+static int fastcase_next_openat(struct vfs_handle_struct *handle,
+				void *private_data)
+{
+	struct fastcase_openat_args *a = private_data;
+
+	return SMB_VFS_NEXT_OPENAT(handle, a->dirfsp, a->smb_fname, a->fsp,
+				   a->how);
+}
+
+/* An open that creates nothing: the legacy retry, smbd's memcache. */
+static int fastcase_open_existing(struct vfs_handle_struct *handle,
+				  struct fastcase_share *share,
+				  struct fastcase_openat_args *a)
+{
+	struct smb_filename *disk = NULL;
+	int ret = fastcase_next_openat(handle, a);
+
+	if (ret == -1 && errno == ENOENT) {
+		fastcase_keep_memcache_true(share);
+		errno = ENOENT;
+	}
+	if (ret == -1 && !(a->how->flags & O_CREAT) &&
+	    (disk = fastcase_legacy_fname(handle, a->dirfsp,
+					  a->smb_fname)) != NULL) {
+		ret = SMB_VFS_NEXT_OPENAT(handle, a->dirfsp, disk, a->fsp,
+					  a->how);
+		TALLOC_FREE(disk);
+	}
+	return ret;
+}
+
 static int fastcase_openat(struct vfs_handle_struct *handle,
 			   const struct files_struct *dirfsp,
 			   const struct smb_filename *smb_fname,
@@ -646,9 +728,10 @@ static int fastcase_openat(struct vfs_handle_struct *handle,
 			   const struct vfs_open_how *how)
 {
 	struct fastcase_share *share = NULL;
-	struct fastcase_create op;
-	char *existing = NULL;
-	int fd, tmp_fd, ret, saved_errno;
+	struct fastcase_openat_args a = {
+		.dirfsp = dirfsp, .smb_fname = smb_fname, .fsp = fsp,
+		.how = how,
+	};
 
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return -1);
@@ -656,48 +739,25 @@ static int fastcase_openat(struct vfs_handle_struct *handle,
 	/* smbd always creates with O_EXCL; anything else opens */
 	if ((how->flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ||
 	    !is_single_name(smb_fname) || share->below_maps_names) {
-		struct smb_filename *disk = NULL;
+		return fastcase_open_existing(handle, share, &a);
+	}
+	return fastcase_create_checked(handle, share, dirfsp,
+				       smb_fname->base_name,
+				       fastcase_next_openat, &a);
+}
 
-		ret = SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
-		if (ret == -1 && errno == ENOENT) {
-			fastcase_keep_memcache_true(share);
-			errno = ENOENT;
-		}
-		if (ret == -1 && !(how->flags & O_CREAT) &&
-		    (disk = fastcase_legacy_fname(handle, dirfsp,
-						  smb_fname)) != NULL) {
-			ret = SMB_VFS_NEXT_OPENAT(handle, dirfsp, disk, fsp,
-						  how);
-			TALLOC_FREE(disk);
-		}
-		return ret;
-	}
-	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
-	if (fd == -1) {
-		return SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
-	}
-	ret = fastcase_engine_create_begin(share->engine, fd,
-					   smb_fname->base_name, &op,
-					   talloc_tos(), &existing);
-	if (ret == EEXIST) {
-		DBG_INFO("create of [%s] refused: [%s] exists\n",
-			 smb_fname->base_name, existing);
-		TALLOC_FREE(existing);
-		if (tmp_fd != -1) {
-			close(tmp_fd);
-		}
-		errno = EEXIST;
-		return -1;
-	}
-	ret = SMB_VFS_NEXT_OPENAT(handle, dirfsp, smb_fname, fsp, how);
-	saved_errno = errno;
-	fastcase_engine_create_end(share->engine, &op, smb_fname->base_name,
-				   ret != -1);
-	if (tmp_fd != -1) {
-		close(tmp_fd);
-	}
-	errno = saved_errno;
-	return ret;
+struct fastcase_mkdirat_args {
+	struct files_struct *dirfsp;
+	const struct smb_filename *smb_fname;
+	mode_t mode;
+};
+
+static int fastcase_next_mkdirat(struct vfs_handle_struct *handle,
+				 void *private_data)
+{
+	struct fastcase_mkdirat_args *a = private_data;
+
+	return SMB_VFS_NEXT_MKDIRAT(handle, a->dirfsp, a->smb_fname, a->mode);
 }
 
 static int fastcase_mkdirat(struct vfs_handle_struct *handle,
@@ -706,49 +766,25 @@ static int fastcase_mkdirat(struct vfs_handle_struct *handle,
 			    mode_t mode)
 {
 	struct fastcase_share *share = NULL;
-	struct fastcase_create op;
-	char *existing = NULL;
-	int fd, tmp_fd, ret, saved_errno;
+	struct fastcase_mkdirat_args a = {
+		.dirfsp = dirfsp, .smb_fname = smb_fname, .mode = mode,
+	};
+	int ret;
 
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return -1);
 
 	if (!is_single_name(smb_fname) || share->below_maps_names) {
-		ret = SMB_VFS_NEXT_MKDIRAT(handle, dirfsp, smb_fname, mode);
+		ret = fastcase_next_mkdirat(handle, &a);
 		if (ret == 0) {
 			fastcase_note_changed(share, dirfsp, smb_fname);
 		}
 		return ret;
 	}
-	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
-	if (fd == -1) {
-		return SMB_VFS_NEXT_MKDIRAT(handle, dirfsp, smb_fname, mode);
-	}
-	ret = fastcase_engine_create_begin(share->engine, fd,
-					   smb_fname->base_name, &op,
-					   talloc_tos(), &existing);
-	if (ret == EEXIST) {
-		TALLOC_FREE(existing);
-		if (tmp_fd != -1) {
-			close(tmp_fd);
-		}
-		errno = EEXIST;
-		return -1;
-	}
-	ret = SMB_VFS_NEXT_MKDIRAT(handle, dirfsp, smb_fname, mode);
-	saved_errno = errno;
-	fastcase_engine_create_end(share->engine, &op, smb_fname->base_name,
-				   ret == 0);
-	if (tmp_fd != -1) {
-		close(tmp_fd);
-	}
-	errno = saved_errno;
-	return ret;
+	return fastcase_create_checked(handle, share, dirfsp,
+				       smb_fname->base_name,
+				       fastcase_next_mkdirat, &a);
 }
-
-#define FASTCASE_GET_SHARE(handle, share) \
-	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share, \
-				return -1)
 
 static int fastcase_unlinkat(struct vfs_handle_struct *handle,
 			     struct files_struct *dirfsp,
@@ -758,7 +794,8 @@ static int fastcase_unlinkat(struct vfs_handle_struct *handle,
 	struct fastcase_share *share = NULL;
 	int ret, saved_errno;
 
-	FASTCASE_GET_SHARE(handle, share);
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return -1);
 	ret = SMB_VFS_NEXT_UNLINKAT(handle, dirfsp, smb_fname, flags);
 	if (ret == -1) {
 		struct smb_filename *disk = fastcase_legacy_fname(
@@ -800,19 +837,18 @@ static int fastcase_rename_checked(struct vfs_handle_struct *handle,
 
 	dst_fd = fastcase_dir_fd(dstdir_fsp, &dst_tmp);
 	src_fd = fastcase_dir_fd(srcdir_fsp, &src_tmp);
-	ret = 0;
-	op = (struct fastcase_create) { .st = NULL };
-	if (dst_fd != -1 && src_fd != -1) {
-		ret = fastcase_engine_rename_begin(
-			share->engine, dst_fd, smb_fname_dst->base_name,
-			src_fd, smb_fname_src->base_name, &op, talloc_tos(),
-			&existing);
-	}
-	if (ret == EEXIST) {
-		DBG_INFO("rename to [%s] refused: [%s] exists\n",
-			 smb_fname_dst->base_name, existing);
+	/* a directory that cannot be opened is the engine's to note */
+	ret = fastcase_engine_rename_begin(share->engine, dst_fd,
+					   smb_fname_dst->base_name, src_fd,
+					   smb_fname_src->base_name, &op,
+					   talloc_tos(), &existing);
+	if (ret != 0) {
+		DBG_INFO("rename to [%s] refused: %s%s\n",
+			 smb_fname_dst->base_name,
+			 ret == EEXIST ? "exists as " : strerror(ret),
+			 ret == EEXIST ? existing : "");
 		TALLOC_FREE(existing);
-		errno = EEXIST;
+		errno = ret;
 		ret = -1;
 		goto out;
 	}
@@ -845,7 +881,8 @@ static int fastcase_renameat(struct vfs_handle_struct *handle,
 	struct smb_filename *disk = NULL;
 	int ret;
 
-	FASTCASE_GET_SHARE(handle, share);
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return -1);
 	if (!is_single_name(smb_fname_src) || !is_single_name(smb_fname_dst) ||
 	    share->below_maps_names) {
 		ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
@@ -879,7 +916,8 @@ static int fastcase_symlinkat(struct vfs_handle_struct *handle,
 	struct fastcase_share *share = NULL;
 	int ret;
 
-	FASTCASE_GET_SHARE(handle, share);
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return -1);
 	ret = SMB_VFS_NEXT_SYMLINKAT(handle, link_contents, dirfsp,
 				     new_smb_fname);
 	if (ret == 0) {
@@ -898,7 +936,8 @@ static int fastcase_linkat(struct vfs_handle_struct *handle,
 	struct fastcase_share *share = NULL;
 	int ret;
 
-	FASTCASE_GET_SHARE(handle, share);
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return -1);
 	ret = SMB_VFS_NEXT_LINKAT(handle, srcfsp, old_smb_fname, dstfsp,
 				  new_smb_fname, flags);
 	if (ret == 0) {
@@ -916,7 +955,8 @@ static int fastcase_mknodat(struct vfs_handle_struct *handle,
 	struct fastcase_share *share = NULL;
 	int ret;
 
-	FASTCASE_GET_SHARE(handle, share);
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return -1);
 	ret = SMB_VFS_NEXT_MKNODAT(handle, dirfsp, smb_fname, mode, dev);
 	if (ret == 0) {
 		fastcase_note_changed(share, dirfsp, smb_fname);
