@@ -1296,12 +1296,13 @@ static void test_forked_child_drops_locks(void **state)
 	struct fastcase_scope scope;
 	struct fastcase_dir_id x = { .dev = 1, .ino = 42 };
 	struct fastcase_cache *cache = NULL;
-	int ready[2], status;
+	int ready[2], release[2], status;
 	pid_t holder, child = 0;
 	char c;
 
 	fastcase_scope_init(&scope, &windows_rules);
 	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(release), 0);
 	fflush(stdout);
 	holder = fork();
 	assert_true(holder >= 0);
@@ -1315,9 +1316,15 @@ static void test_forked_child_drops_locks(void **state)
 		}
 		child = fork();
 		if (child == 0) {
-			/* the forked helper: outlives its parent */
+			/*
+			 * The forked helper outlives its parent and waits
+			 * on its own pipe: reading the one its parent
+			 * reports on could take a byte of the report.
+			 */
+			close(ready[0]);
 			close(ready[1]);
-			(void)read(ready[0], &c, 1);
+			close(release[1]);
+			(void)read(release[0], &c, 1);
 			_exit(0);
 		}
 		(void)write(ready[1], &child, sizeof(child));
@@ -1332,7 +1339,9 @@ static void test_forked_child_drops_locks(void **state)
 	cache = open_cache(f, 64 << 20);
 	assert_int_equal(fastcase_cache_dir_lock(cache, &scope, &x), 0);
 	fastcase_cache_dir_unlock(cache, &scope, &x);
-	close(ready[1]);	/* the orphaned child sees EOF and exits */
+	close(release[1]);	/* the orphaned child sees EOF and exits */
+	close(release[0]);
+	close(ready[1]);
 	close(ready[0]);
 }
 
