@@ -13,6 +13,7 @@
 #   ./waf bench      benchmarks (--quick for a short run)
 #   ./waf torture    smbtorture, stock against fastcase, side by side
 
+import glob
 import os
 import shutil
 import signal
@@ -25,7 +26,8 @@ APPNAME = 'vfs_fastcase'
 VERSION = '0.1.0'
 
 top = '.'
-out = 'build'
+# ./waf sets this: build for the machine's own Samba, build-V in a root
+out = os.environ.get('FASTCASE_OUT', 'build')
 
 SAMBA_INCLUDES = ['source3', 'source3/include', 'lib/replace', '.',
 		  'bin/default', 'bin/default/include', 'include']
@@ -88,6 +90,18 @@ def smbd_build_value(name):
 	raise Errors.ConfigurationError('smbd -b does not report %s' % name)
 
 
+def samba_debug_library(conf):
+	"""Samba's private debug library: its suffix is the distribution's
+	private library extension (samba4 in Debian 12, private-samba
+	since)."""
+	libs = sorted(glob.glob(os.path.join(conf.env.MODULESDIR,
+					     'libsamba-debug-*.so.0')))
+	if not libs:
+		conf.fatal('no libsamba-debug-*.so.0 in %s: is samba '
+			   'installed?' % conf.env.MODULESDIR)
+	return os.path.basename(libs[0])
+
+
 def configure(conf):
 	tree = os.environ.get('FASTCASE_SAMBA_TREE')
 	if not tree:
@@ -102,9 +116,10 @@ def configure(conf):
 	# Samba's own libraries, for its charset and debug code: the public
 	# libsamba-util has no development symlink without samba-dev, and the
 	# debug code lives in a private library next to the modules.
-	conf.env.LIB_SAMBA_UTIL = [':libsamba-util.so.0',
-				   ':libsamba-debug-samba4.so.0', 'bsd']
 	conf.env.MODULESDIR = smbd_build_value('MODULESDIR')
+	conf.env.SAMBA_DEBUG_LIB = samba_debug_library(conf)
+	conf.env.LIB_SAMBA_UTIL = [':libsamba-util.so.0',
+				   ':' + conf.env.SAMBA_DEBUG_LIB, 'bsd']
 	conf.env.LIBPATH_SAMBA_UTIL = [conf.env.MODULESDIR]
 	conf.env.RPATH_SAMBA_UTIL = [conf.env.MODULESDIR]
 	conf.check(lib='unistring', header_name='unicase.h',
@@ -208,7 +223,7 @@ def build_fuzzers(bld):
 	flags += ['-D' + d for d in SAMBA_DEFINES]
 	libs = ['-L' + bld.env.MODULESDIR,
 		'-Wl,-rpath,' + bld.env.MODULESDIR,
-		'-l:libsamba-util.so.0', '-l:libsamba-debug-samba4.so.0',
+		'-l:libsamba-util.so.0', '-l:' + bld.env.SAMBA_DEBUG_LIB,
 		'-lbsd', '-lunistring', '-ltalloc', '-ltdb']
 	targets = {}
 	for name, sources in FUZZERS.items():
@@ -236,7 +251,7 @@ def _asan_compile(bld, srcs, target, extra_flags, extra_libs):
 	flags += ['-D' + d for d in SAMBA_DEFINES]
 	flags += ['-I/usr/include/samba-4.0']
 	libs = ['-L' + bld.env.MODULESDIR, '-Wl,-rpath,' + bld.env.MODULESDIR,
-		'-l:libsamba-util.so.0', '-l:libsamba-debug-samba4.so.0',
+		'-l:libsamba-util.so.0', '-l:' + bld.env.SAMBA_DEBUG_LIB,
 		'-lunistring', '-ltalloc', '-ltdb', '-ltevent', '-lbsd']
 	header_dirs = set([os.path.join(top_dir, 'include')] +
 			  [os.path.dirname(src) for src in srcs])

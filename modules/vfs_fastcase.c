@@ -31,6 +31,7 @@
 #include "system/filesys.h"
 #include "lib/param/loadparm.h"
 #include "lib/util/memcache.h"
+#include "fastcase_samba.h"
 #include "fastcase_engine.h"
 #include "fastcase_params.h"
 
@@ -470,8 +471,8 @@ static void fastcase_note_changed(struct fastcase_share *share,
  */
 static struct dirent *fastcase_readdir(struct vfs_handle_struct *handle,
 				       struct files_struct *dirfsp,
-				       DIR *dirp,
-				       SMB_STRUCT_STAT *sbuf)
+				       DIR *dirp
+				       FASTCASE_READDIR_SBUF_PARAM)
 {
 	struct fastcase_share *share = NULL;
 	struct dirent *de = NULL;
@@ -482,7 +483,8 @@ static struct dirent *fastcase_readdir(struct vfs_handle_struct *handle,
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return NULL);
 
-	while ((de = SMB_VFS_NEXT_READDIR(handle, dirfsp, dirp, sbuf)) != NULL) {
+	while ((de = FASTCASE_NEXT_READDIR(handle, dirfsp, dirp,
+					   FASTCASE_READDIR_SBUF)) != NULL) {
 		if (!share->legacy) {
 			return de;
 		}
@@ -829,7 +831,8 @@ static int fastcase_rename_checked(struct vfs_handle_struct *handle,
 				   struct files_struct *srcdir_fsp,
 				   const struct smb_filename *smb_fname_src,
 				   struct files_struct *dstdir_fsp,
-				   const struct smb_filename *smb_fname_dst)
+				   const struct smb_filename *smb_fname_dst,
+				   const struct vfs_rename_how *how)
 {
 	struct fastcase_create op;
 	char *existing = NULL;
@@ -852,8 +855,8 @@ static int fastcase_rename_checked(struct vfs_handle_struct *handle,
 		ret = -1;
 		goto out;
 	}
-	ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
-				    dstdir_fsp, smb_fname_dst);
+	ret = FASTCASE_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
+				     dstdir_fsp, smb_fname_dst, how);
 	saved_errno = errno;
 	fastcase_engine_create_end(share->engine, &op,
 				   smb_fname_dst->base_name, ret == 0);
@@ -875,7 +878,8 @@ static int fastcase_renameat(struct vfs_handle_struct *handle,
 			     struct files_struct *srcdir_fsp,
 			     const struct smb_filename *smb_fname_src,
 			     struct files_struct *dstdir_fsp,
-			     const struct smb_filename *smb_fname_dst)
+			     const struct smb_filename *smb_fname_dst
+			     FASTCASE_RENAME_HOW_PARAM)
 {
 	struct fastcase_share *share = NULL;
 	struct smb_filename *disk = NULL;
@@ -885,8 +889,10 @@ static int fastcase_renameat(struct vfs_handle_struct *handle,
 				return -1);
 	if (!is_single_name(smb_fname_src) || !is_single_name(smb_fname_dst) ||
 	    share->below_maps_names) {
-		ret = SMB_VFS_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
-					    dstdir_fsp, smb_fname_dst);
+		ret = FASTCASE_NEXT_RENAMEAT(handle, srcdir_fsp,
+					     smb_fname_src, dstdir_fsp,
+					     smb_fname_dst,
+					     FASTCASE_RENAME_HOW);
 		if (ret == 0 && smb_fname_src->stream_name == NULL) {
 			fastcase_note_changed(share, srcdir_fsp,
 					      smb_fname_src);
@@ -897,12 +903,13 @@ static int fastcase_renameat(struct vfs_handle_struct *handle,
 	}
 	ret = fastcase_rename_checked(handle, share, srcdir_fsp,
 				      smb_fname_src, dstdir_fsp,
-				      smb_fname_dst);
+				      smb_fname_dst, FASTCASE_RENAME_HOW);
 	if (ret == -1 &&
 	    (disk = fastcase_legacy_fname(handle, srcdir_fsp,
 					  smb_fname_src)) != NULL) {
 		ret = fastcase_rename_checked(handle, share, srcdir_fsp, disk,
-					      dstdir_fsp, smb_fname_dst);
+					      dstdir_fsp, smb_fname_dst,
+					      FASTCASE_RENAME_HOW);
 		TALLOC_FREE(disk);
 	}
 	return ret;
