@@ -907,11 +907,13 @@ class DirectParity(SmbdTestCase):
     def check_mangled(self, stock_share, fast_share, least):
         stock = self.mangled_observations(stock_share)
         fast = self.mangled_observations(fast_share)
-        # the check means something: stock resolves 8.3 names
+        # the check means something: stock resolves 8.3 names (since 4.22
+        # stock refuses some spellings with OBJECT_NAME_INVALID; the
+        # module must then refuse them too)
         loads = [v for k, v in stock.items()
                  if k[-1] == 'load' and k[0] == 'smb2']
-        self.assertTrue(len(loads) >= least and
-                        all(v[0] == 'ok' for v in loads),
+        resolved = [v for v in loads if v[0] == 'ok']
+        self.assertTrue(len(resolved) >= least // 2,
                         'stock does not resolve 8.3 names: %r' % loads)
         self.assertEqual(stock, fast, '8.3 names behave differently:\n'
                          + diff_dicts(stock, fast))
