@@ -641,6 +641,16 @@ static bool is_single_name(const struct smb_filename *smb_fname)
 	       smb_fname->stream_name == NULL;
 }
 
+/*
+ * A POSIX client (SMB1 UNIX extensions, SMB3 POSIX extensions) names
+ * files case-sensitively on the same share, as smbd resolves them: its
+ * Report.docx beside REPORT.DOCX is a second file, not a collision.
+ */
+static bool is_posix_name(const struct smb_filename *smb_fname)
+{
+	return (smb_fname->flags & SMB_FILENAME_POSIX_PATH) != 0;
+}
+
 /* The call a create bracket wraps; -1 with errno on failure. */
 typedef int (*fastcase_create_fn)(struct vfs_handle_struct *handle,
 				  void *private_data);
@@ -734,6 +744,7 @@ static int fastcase_openat(struct vfs_handle_struct *handle,
 		.dirfsp = dirfsp, .smb_fname = smb_fname, .fsp = fsp,
 		.how = how,
 	};
+	int fd;
 
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return -1);
@@ -742,6 +753,13 @@ static int fastcase_openat(struct vfs_handle_struct *handle,
 	if ((how->flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ||
 	    !is_single_name(smb_fname) || share->below_maps_names) {
 		return fastcase_open_existing(handle, share, &a);
+	}
+	if (is_posix_name(smb_fname)) {
+		fd = fastcase_next_openat(handle, &a);
+		if (fd != -1) {
+			fastcase_note_changed(share, dirfsp, smb_fname);
+		}
+		return fd;
 	}
 	return fastcase_create_checked(handle, share, dirfsp,
 				       smb_fname->base_name,
@@ -776,7 +794,8 @@ static int fastcase_mkdirat(struct vfs_handle_struct *handle,
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return -1);
 
-	if (!is_single_name(smb_fname) || share->below_maps_names) {
+	if (!is_single_name(smb_fname) || share->below_maps_names ||
+	    is_posix_name(smb_fname)) {
 		ret = fastcase_next_mkdirat(handle, &a);
 		if (ret == 0) {
 			fastcase_note_changed(share, dirfsp, smb_fname);
@@ -888,7 +907,7 @@ static int fastcase_renameat(struct vfs_handle_struct *handle,
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return -1);
 	if (!is_single_name(smb_fname_src) || !is_single_name(smb_fname_dst) ||
-	    share->below_maps_names) {
+	    share->below_maps_names || is_posix_name(smb_fname_dst)) {
 		ret = FASTCASE_NEXT_RENAMEAT(handle, srcdir_fsp,
 					     smb_fname_src, dstdir_fsp,
 					     smb_fname_dst,

@@ -112,6 +112,8 @@ def serve(args):
                % (address, args.port, args.user, args.password))
         print('vfs_fastcase demo: smbd (pid %d) serves //%s/demo on port %d'
               % (smbd.pid, address, args.port))
+        print('  smbd:    %s (%s)' % (harness.smbd_version_text(),
+                                       harness.tool('smbd')))
         print('  module:  %s/fastcase.so' % build)
         print('  share:   %s' % smbd.share_path('demo'))
         print('  logs:    %s' % smbd.logdir)

@@ -222,6 +222,21 @@ def smbd_build_value(name):
     raise RuntimeError('smbd -b does not report %s' % name)
 
 
+def smbd_version_text():
+    """What `smbd --version` prints: Version 4.22.11-Debian-4.22.11+..."""
+    return subprocess.run([tool('smbd'), '--version'], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def samba_version():
+    """The smbd under test's release as a tuple: (4, 22, 11)."""
+    out = smbd_version_text()
+    m = re.search(r'Version (\d+)\.(\d+)\.(\d+)', out)
+    if m is None:
+        raise RuntimeError('smbd --version printed %r' % out)
+    return tuple(int(x) for x in m.groups())
+
+
 def vfs_modules_dir():
     return os.path.join(smbd_build_value('MODULESDIR'), 'vfs')
 

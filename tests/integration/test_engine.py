@@ -437,6 +437,58 @@ class RealNameMemcache(EngineTestCase):
         del c
 
 
+# SMB3 POSIX extensions: smbd negotiates them since 4.19
+HAS_SMB3_POSIX = harness.samba_version() >= (4, 19, 0)
+
+
+def posix_create(conn, path, directory=False):
+    from samba.samba3 import libsmb_samba_internal as libsmb
+    mode = 0o755 if directory else 0o644
+    fnum, _, _ = conn.create_ex(
+        path, DesiredAccess=READ_WRITE, ShareAccess=SHARE_ALL,
+        CreateDisposition=FILE_CREATE,
+        CreateOptions=1 if directory else 0,
+        CreateContexts=[(libsmb.SMB2_CREATE_TAG_POSIX,
+                         mode.to_bytes(4, 'little'))])
+    conn.close(fnum)
+
+
+class PosixClients(EngineTestCase):
+    """A client speaking SMB3 POSIX extensions names files
+    case-sensitively on the same share, as smbd resolves its names: its
+    creates of case variants are not collisions, while a Windows client
+    beside it keeps case-insensitive names and its collision checks."""
+    shares = {'fc': dict(FASTCASE)}
+    global_params = ({'smb3 unix extensions': 'yes'}
+                     if HAS_SMB3_POSIX else {})
+
+    def setUp(self):
+        if not HAS_SMB3_POSIX:
+            self.skipTest('smbd %d.%d.%d has no SMB3 POSIX extensions' %
+                          harness.samba_version())
+
+    def test_posix_case_variants_are_separate_names(self):
+        d = self.fresh_dir('fc')
+        self.fill('fc', d, ['Report.docx'])
+        posix = self.conn('fc', posix=True)
+        self.assertTrue(posix.have_posix())
+        win = self.conn('fc')
+        # the Windows client's view is cached first
+        self.assertEqual(win.loadfile(d + '\\REPORT.DOCX'), b'Report.docx')
+        posix_create(posix, d + '\\REPORT.DOCX')
+        posix_create(posix, d + '\\Sub', directory=True)
+        posix_create(posix, d + '\\SUB', directory=True)
+        self.assertEqual(sorted(os.listdir(self.local('fc', d))),
+                         ['REPORT.DOCX', 'Report.docx', 'SUB', 'Sub'])
+        # the Windows client still collides with every one of them
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+                          create, win, d + '\\report.docx')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+                          create, win, d + '\\sub', directory=True)
+        self.assertEqual(len(os.listdir(self.local('fc', d))), 4)
+        del posix, win
+
+
 # on disk ':' and '?', for clients the private-use characters macOS sends
 CATIA_MAPPINGS = '0x3a:0xf022,0x3f:0xf025'
 

@@ -223,6 +223,38 @@ class FastcaseStatTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr[-3000:])
 
 
+class SambaVersionGuard(unittest.TestCase):
+    """include/fastcase_samba.h admits interfaces 47 to 53 and stops the
+    compiler on any other, naming the version found and the newest
+    supported."""
+
+    def compile_for(self, version):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, 'guard.c')
+            with open(src, 'w') as f:
+                f.write('#define SMB_VFS_INTERFACE_VERSION %d\n'
+                        '#include "fastcase_samba.h"\n'
+                        'int fastcase_guard;\n' % version)
+            return run(['gcc', '-fsyntax-only',
+                        '-I' + os.path.join(TOP, 'include'), src])
+
+    def test_supported_versions_compile(self):
+        for version in range(47, 54):
+            r = self.compile_for(version)
+            self.assertEqual(r.returncode, 0, (version, r.stderr))
+
+    def test_newer_version_stops_the_build_with_both_versions(self):
+        r = self.compile_for(54)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b'SMB_VFS_INTERFACE_VERSION 54', r.stderr)
+        self.assertIn(b'4.25', r.stderr)
+
+    def test_older_version_stops_the_build(self):
+        r = self.compile_for(46)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b'4.17', r.stderr)
+
+
 class DebianPackageTest(unittest.TestCase):
     def test_deb_contents_and_exact_samba_dependency(self):
         with tempfile.TemporaryDirectory() as tmp:
