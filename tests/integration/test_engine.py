@@ -475,9 +475,10 @@ class PosixClients(EngineTestCase):
         win = self.conn('fc')
         # the Windows client's view is cached first
         self.assertEqual(win.loadfile(d + '\\REPORT.DOCX'), b'Report.docx')
-        posix_create(posix, d + '\\REPORT.DOCX')
-        posix_create(posix, d + '\\Sub', directory=True)
-        posix_create(posix, d + '\\SUB', directory=True)
+        # a POSIX client's separator is '/'
+        posix_create(posix, d + '/REPORT.DOCX')
+        posix_create(posix, d + '/Sub', directory=True)
+        posix_create(posix, d + '/SUB', directory=True)
         self.assertEqual(sorted(os.listdir(self.local('fc', d))),
                          ['REPORT.DOCX', 'Report.docx', 'SUB', 'Sub'])
         # the Windows client still collides with every one of them
