@@ -754,7 +754,12 @@ static int fastcase_openat(struct vfs_handle_struct *handle,
 	    !is_single_name(smb_fname) || share->below_maps_names) {
 		return fastcase_open_existing(handle, share, &a);
 	}
-	if (is_posix_name(smb_fname)) {
+	/*
+	 * The client's name, not the one at hand: smbd retries a failed
+	 * open (our refusal included) under a POSIX-flagged name of its own
+	 * (fd_openat() since 4.22), which must stay refused.
+	 */
+	if (fsp->fsp_name != NULL && is_posix_name(fsp->fsp_name)) {
 		fd = fastcase_next_openat(handle, &a);
 		if (fd != -1) {
 			fastcase_note_changed(share, dirfsp, smb_fname);
