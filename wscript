@@ -503,9 +503,21 @@ class TortureContext(Build.BuildContext):
 	fun = 'build'
 
 
+def docs_dir(top_dir):
+	"""Where a full report goes: docs/ for the machine's own Samba,
+	docs/samba-V/ for the Samba of a root (./waf --samba V)."""
+	version = os.environ.get('FASTCASE_IN_ROOT')
+	if not version:
+		return os.path.join(top_dir, 'docs')
+	path = os.path.join(top_dir, 'docs', 'samba-' + version)
+	os.makedirs(path, exist_ok=True)
+	return path
+
+
 def run_bench(bld):
 	"""The three configurations side by side (tests/bench/bench.py). The
-	full run writes docs/PERFORMANCE.md and docs/performance.png, --quick
+	full run writes docs/PERFORMANCE.md and docs/performance.png (in a
+	root, docs/samba-V/), --quick
 	writes them to build/bench/; the raw results go to build/bench/ either
 	way. FASTCASE_BENCH_ARGS adds options of bench.py (--sizes, ...)."""
 	top_dir = bld.path.abspath()
@@ -517,7 +529,7 @@ def run_bench(bld):
 		cmd += ['--quick', '--out', os.path.join(out_dir, 'bench')]
 		command += ' --quick'
 	else:
-		cmd += ['--out', os.path.join(top_dir, 'docs')]
+		cmd += ['--out', docs_dir(top_dir)]
 	extra = os.environ.get('FASTCASE_BENCH_ARGS', '').split()
 	if extra:
 		command = 'FASTCASE_BENCH_ARGS="%s" %s' % (' '.join(extra), command)
