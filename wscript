@@ -46,6 +46,7 @@ CACHE_SOURCES = ['modules/fastcase_cache.c',
 ENGINE_SOURCES = ['modules/fastcase_fold.c'] + CACHE_SOURCES + [
 		  'modules/fastcase_watch.c',
 		  'modules/fastcase_engine.c',
+		  'modules/fastcase_legacy_path.c',
 		  'modules/fastcase_params.c']
 
 # The interpreter of the test scripts: the one running waf (./waf runs it
@@ -136,7 +137,8 @@ def configure(conf):
 					 '-Wno-unused-parameter',
 					 '-Wno-sign-compare',
 					 '-Wno-missing-field-initializers',
-					 '-fno-strict-aliasing'])
+					 '-fno-strict-aliasing',
+					 '-Werror=implicit-function-declaration'])
 	if Options.options.sanitize:
 		san = ['-fsanitize=address,undefined',
 		       '-fno-omit-frame-pointer']

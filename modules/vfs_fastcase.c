@@ -33,6 +33,7 @@
 #include "lib/util/memcache.h"
 #include "fastcase_samba.h"
 #include "fastcase_engine.h"
+#include "fastcase_legacy_path.h"
 #include "fastcase_params.h"
 
 #undef DBGC_CLASS
@@ -475,10 +476,7 @@ static struct dirent *fastcase_readdir(struct vfs_handle_struct *handle,
 				       FASTCASE_READDIR_SBUF_PARAM)
 {
 	struct fastcase_share *share = NULL;
-	struct dirent *de = NULL;
-	char decoded[NAME_MAX * 4];
-	const char *spelling;
-	int fd;
+	struct dirent *de = NULL, *shown = NULL;
 
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return NULL);
@@ -488,70 +486,33 @@ static struct dirent *fastcase_readdir(struct vfs_handle_struct *handle,
 		if (!share->legacy) {
 			return de;
 		}
-		spelling = fastcase_engine_legacy_decode(
-			share->engine, de->d_name, decoded, sizeof(decoded));
-		if (spelling == NULL || strlen(spelling) > NAME_MAX) {
-			/* UTF-8, or not valid in the legacy charset either */
-			return de;
+		shown = fastcase_legacy_dirent(share->engine,
+					       fsp_get_pathref_fd(dirfsp), de,
+					       share->legacy_dirent);
+		if (shown != NULL) {
+			return shown;
 		}
-		fd = fsp_get_pathref_fd(dirfsp);
-		if (fd != -1 && fd != AT_FDCWD &&
-		    !fastcase_engine_legacy_listed(share->engine, fd,
-						   de->d_name, spelling)) {
-			continue;
-		}
-		*share->legacy_dirent = *de;
-		strlcpy(share->legacy_dirent->d_name, spelling, NAME_MAX + 1);
-		return share->legacy_dirent;
 	}
 	return NULL;
 }
 
-/*
- * The on-disk spelling of path (relative to dirfsp) whose last component
- * is the UTF-8 spelling of a legacy name, or NULL.
- */
+/* The on-disk spelling of path (relative to dirfsp), or NULL. */
 static char *fastcase_legacy_path(struct fastcase_share *share,
 				  const struct files_struct *dirfsp,
 				  const char *path, TALLOC_CTX *mem_ctx)
 {
-	const char *slash = strrchr(path, '/');
-	const char *last = slash != NULL ? slash + 1 : path;
-	char *disk = NULL, *result = NULL;
-	int fd, tmp_fd, parent_fd = -1;
+	char *disk = NULL;
+	int fd, tmp_fd;
 
 	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
 	if (fd == -1) {
 		return NULL;
 	}
-	if (slash != NULL) {
-		char *parent = talloc_strndup(mem_ctx, path, slash - path);
-
-		if (parent != NULL) {
-			parent_fd = openat(fd, parent[0] != '\0' ? parent : "/",
-					   O_PATH | O_DIRECTORY | O_CLOEXEC);
-		}
-		TALLOC_FREE(parent);
-	}
-	disk = fastcase_engine_legacy_to_disk(
-		share->engine, parent_fd != -1 ? parent_fd : fd, last,
-		mem_ctx);
-	if (disk != NULL && slash != NULL && parent_fd != -1) {
-		result = talloc_asprintf(mem_ctx, "%.*s/%s",
-					 (int)(slash - path), path, disk);
-		TALLOC_FREE(disk);
-	} else if (slash == NULL) {
-		result = disk;
-	} else {
-		TALLOC_FREE(disk);
-	}
-	if (parent_fd != -1) {
-		close(parent_fd);
-	}
+	disk = fastcase_legacy_disk_path(share->engine, fd, path, mem_ctx);
 	if (tmp_fd != -1) {
 		close(tmp_fd);
 	}
-	return result;
+	return disk;
 }
 
 /* A copy of smb_fname naming the on-disk bytes, or NULL. */
@@ -630,6 +591,26 @@ static int fastcase_fstatat(struct vfs_handle_struct *handle,
 	if (ret == -1 &&
 	    (disk = fastcase_legacy_fname(handle, dirfsp, smb_fname)) != NULL) {
 		ret = SMB_VFS_NEXT_FSTATAT(handle, dirfsp, disk, sbuf, flags);
+		TALLOC_FREE(disk);
+	}
+	return ret;
+}
+
+/*
+ * smbd 4.17 opens a pathref of a multi-component name by changing into
+ * its parent first: a legacy-encoded directory on that path must be
+ * found there too, or every name beneath it is unreachable.
+ */
+static int fastcase_chdir(struct vfs_handle_struct *handle,
+			  const struct smb_filename *smb_fname)
+{
+	struct smb_filename *disk = NULL;
+	int ret = SMB_VFS_NEXT_CHDIR(handle, smb_fname);
+
+	if (ret == -1 &&
+	    (disk = fastcase_legacy_fname(handle, handle->conn->cwd_fsp,
+					  smb_fname)) != NULL) {
+		ret = SMB_VFS_NEXT_CHDIR(handle, disk);
 		TALLOC_FREE(disk);
 	}
 	return ret;
@@ -1009,6 +990,7 @@ static struct vfs_fn_pointers vfs_fastcase_fns = {
 	.stat_fn = fastcase_stat,
 	.lstat_fn = fastcase_lstat,
 	.fstatat_fn = fastcase_fstatat,
+	.chdir_fn = fastcase_chdir,
 };
 
 NTSTATUS samba_init_module(TALLOC_CTX *ctx);

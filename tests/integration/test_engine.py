@@ -634,6 +634,31 @@ class LegacyCharset(EngineTestCase):
         self.assertNotIn(b'W\xe9\xeerd\xd1\xe0m\xeb',
                          os.listdir(self.local('latin', d).encode()))
 
+    def test_legacy_directories_in_the_middle_of_a_path(self):
+        d = self.fresh_dir('latin')
+        top = os.path.join(self.local('latin', d).encode(), b'D\xe9j\xe0')
+        os.makedirs(top + b'/R\xe9p')
+        self.raw('latin', d, b'D\xe9j\xe0/R\xe9p/Fichier.txt', b'deep')
+        c = self.conn('latin')
+        rep = d + '\\Déjà\\Rép'
+        self.assertEqual(c.loadfile(rep + '\\Fichier.txt'), b'deep')
+        self.assertEqual(c.loadfile(d + '\\DÉJÀ\\rÉP\\FICHIER.TXT'),
+                         b'deep')
+        self.assertIn('Fichier.txt', [e['name'] for e in c.list(rep)])
+        c.savefile(rep + '\\New.txt', b'new')
+        c.mkdir(rep + '\\Sub')
+        self.assertEqual(sorted(os.listdir(top + b'/R\xe9p')),
+                         [b'Fichier.txt', b'New.txt', b'Sub'])
+        c.rename(rep + '\\New.txt', d + '\\Déjà\\Moved.txt')
+        self.assertEqual(c.loadfile(d + '\\déjà\\moved.TXT'), b'new')
+        self.assertStatus(ntstatus.NT_STATUS_OBJECT_NAME_COLLISION,
+                          c.mkdir, d + '\\DÉJÀ\\rép')
+        c.unlink(d + '\\Déjà\\Moved.txt')
+        c.rmdir(rep + '\\Sub')
+        self.assertEqual(sorted(os.listdir(top)), [b'R\xe9p'])
+        self.assertEqual(sorted(os.listdir(top + b'/R\xe9p')),
+                         [b'Fichier.txt'])
+
     def test_stock_share_hides_legacy_names(self):
         d = self.fresh_dir('stock')
         self.raw('stock', d, b'caf\xe9.txt', b'latin')

@@ -27,6 +27,7 @@
 #include "fastcase_records.h"
 #include "fastcase_usage.h"
 #include "fastcase_engine.h"
+#include "fastcase_legacy_path.h"
 
 #include <dirent.h>
 #include <ftw.h>
@@ -1448,6 +1449,81 @@ static void test_scan_matches_lookup_legacy(void **state)
 	close(fd);
 }
 
+/*
+ * A path through legacy-named directories maps back to the bytes on disk
+ * component by component; a path that needs no mapping, leaves the tree
+ * or passes a symlink gets NULL (smbd answers it itself).
+ */
+static void test_legacy_disk_path(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "legacy-path");
+	char *sub = talloc_asprintf(f, "%s/D\xe9j\xe0", dir);
+	char *deep = talloc_asprintf(f, "%s/R\xe9p", sub);
+	char *path = NULL;
+	int fd;
+
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_int_equal(mkdir(deep, 0755), 0);
+	touch(deep, "Fichier.txt");
+	touch(deep, "caf\xe9.txt");
+	assert_int_equal(symlink("D\xe9j\xe0",
+				 talloc_asprintf(f, "%s/Link", dir)), 0);
+	fd = open_dir(dir);
+	o.legacy_charset = "ISO-8859-1";
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+
+	path = fastcase_legacy_disk_path(e, fd, "D\xc3\xa9j\xc3\xa0/R\xc3\xa9p"
+					 "/caf\xc3\xa9.txt", f);
+	assert_string_equal(path, "D\xe9j\xe0/R\xe9p/caf\xe9.txt");
+	/* a UTF-8 last component, and one to be created, stay as given */
+	path = fastcase_legacy_disk_path(e, fd, "D\xc3\xa9j\xc3\xa0/R\xc3\xa9p"
+					 "/Fichier.txt", f);
+	assert_string_equal(path, "D\xe9j\xe0/R\xe9p/Fichier.txt");
+	path = fastcase_legacy_disk_path(e, fd, "D\xc3\xa9j\xc3\xa0/New.txt",
+					 f);
+	assert_string_equal(path, "D\xe9j\xe0/New.txt");
+	/* nothing to map, no such directory, "..", a symlink on the way */
+	assert_null(fastcase_legacy_disk_path(e, fd, "D\xe9j\xe0/R\xe9p", f));
+	assert_int_equal(errno, ENOENT);
+	assert_null(fastcase_legacy_disk_path(e, fd, "Nowhere/caf\xc3\xa9.txt",
+					      f));
+	assert_null(fastcase_legacy_disk_path(
+		e, fd, "D\xc3\xa9j\xc3\xa0/../D\xc3\xa9j\xc3\xa0", f));
+	assert_null(fastcase_legacy_disk_path(e, fd, "Link/R\xc3\xa9p", f));
+	close(fd);
+}
+
+static void test_legacy_dirent(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "legacy-dirent");
+	struct dirent de = { .d_type = DT_REG }, buf = { 0 };
+	int fd;
+
+	touch(dir, "caf\xe9");
+	touch(dir, "na\xefve");
+	touch(dir, "NA\xc3\x8fVE");
+	fd = open_dir(dir);
+	o.legacy_charset = "ISO-8859-1";
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+
+	strlcpy(de.d_name, "Plain", sizeof(de.d_name));
+	assert_ptr_equal(fastcase_legacy_dirent(e, fd, &de, &buf), &de);
+	strlcpy(de.d_name, "caf\xe9", sizeof(de.d_name));
+	assert_ptr_equal(fastcase_legacy_dirent(e, fd, &de, &buf), &buf);
+	assert_string_equal(buf.d_name, "caf\xc3\xa9");
+	assert_int_equal(buf.d_type, DT_REG);
+	/* the UTF-8 name that folds equal hides the legacy one */
+	strlcpy(de.d_name, "na\xefve", sizeof(de.d_name));
+	assert_null(fastcase_legacy_dirent(e, fd, &de, &buf));
+	close(fd);
+}
+
 /* ---- broken caches ---------------------------------------------------- */
 
 struct find_state {
@@ -1831,6 +1907,8 @@ int main(int argc, char **argv)
 		T(test_invalid_utf8_on_disk),
 		T(test_scan_matches_lookup),
 		T(test_scan_matches_lookup_legacy),
+		T(test_legacy_disk_path),
+		T(test_legacy_dirent),
 		T(test_corrupt_record_from_another_process),
 		T(test_unusable_cache),
 		T(test_second_engine_same_process),
