@@ -491,9 +491,15 @@ class DemoContext(Build.BuildContext):
 def run_torture(bld):
 	"""smbtorture on a stock and a fastcase share, side by side (the full
 	list; tests/torture/run_torture.py)."""
-	rc = _run([PYTHON,
-		   os.path.join(bld.path.abspath(), 'tests/torture/run_torture.py'),
-		   '--build', bld.bldnode.abspath()])
+	top_dir = bld.path.abspath()
+	cmd = [PYTHON, os.path.join(top_dir, 'tests/torture/run_torture.py'),
+	       '--build', bld.bldnode.abspath()]
+	version = os.environ.get('FASTCASE_IN_ROOT')
+	if version:
+		cmd += ['--docs', docs_dir(top_dir),
+			'--command', './waf torture --samba ' + version]
+	rc = _run(cmd)
+	update_version_sections(top_dir)
 	if rc:
 		raise Errors.WafError('smbtorture: fastcase differs from stock '
 				      '(or the run failed): see the table')
@@ -516,6 +522,13 @@ def docs_dir(top_dir):
 	return path
 
 
+def update_version_sections(top_dir):
+	"""The 'Other Samba versions' sections of docs/PERFORMANCE.md and
+	docs/CONFORMANCE.md, from the reports in docs/samba-V/."""
+	_run([PYTHON, os.path.join(top_dir, 'tests/bench/version_sections.py'),
+	      os.path.join(top_dir, 'docs')])
+
+
 def run_bench(bld):
 	"""The three configurations side by side (tests/bench/bench.py). The
 	full run writes docs/PERFORMANCE.md and docs/performance.png (in a
@@ -527,6 +540,8 @@ def run_bench(bld):
 	cmd = [PYTHON, os.path.join(top_dir, 'tests/bench/bench.py'),
 	       '--build', out_dir]
 	command = './waf bench'
+	if os.environ.get('FASTCASE_IN_ROOT'):
+		command += ' --samba ' + os.environ['FASTCASE_IN_ROOT']
 	if Options.options.quick:
 		cmd += ['--quick', '--out', os.path.join(out_dir, 'bench')]
 		command += ' --quick'
@@ -538,6 +553,8 @@ def run_bench(bld):
 	cmd += extra + ['--command', command]
 	if _run(cmd):
 		raise Errors.WafError('bench run failed')
+	if not Options.options.quick:
+		update_version_sections(top_dir)
 
 
 class BenchContext(Build.BuildContext):

@@ -672,6 +672,8 @@ def run(args):
     res = {
         'profile': args.profile,
         'command': args.command,
+        'raw': os.path.relpath(args.json, os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__))))),
         'date': date.strftime('%Y-%m-%d %H:%M UTC'),
         'params': {
             'sizes': args.sizes,

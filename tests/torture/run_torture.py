@@ -5,6 +5,7 @@ smbtorture, stock against fastcase, side by side: the runner behind
 
     /usr/bin/python3 tests/torture/run_torture.py [--build build]
         [--only base.casetable,smb2.create] [--ci] [--timeout SECONDS]
+        [--docs DIR --command './waf torture --samba 4.22']
 
 As root. It runs tests/integration/run.py --filter test_torture (the
 integration runner's network and mount namespaces, VFS overlay and
@@ -23,6 +24,10 @@ fastcase, or a direct check differs.
   --timeout      for the whole run (default 10800 s); per test and share the
                  limits are FASTCASE_TORTURE_TIMEOUT (900 s) and
                  FASTCASE_TORTURE_CASETABLE_TIMEOUT (1800 s)
+  --docs DIR     after a full run, also write DIR/CONFORMANCE.md: the
+                 table under a heading naming --command, the start, the
+                 duration and the exit status (./waf torture --samba V
+                 writes docs/samba-V/)
 """
 
 import argparse
@@ -42,6 +47,8 @@ def main():
     p.add_argument('--only', default='')
     p.add_argument('--ci', action='store_true')
     p.add_argument('--timeout', type=int, default=10800)
+    p.add_argument('--docs')
+    p.add_argument('--command', default='./waf torture')
     args = p.parse_args()
     build = os.path.abspath(args.build)
     report = os.path.join(build, 'torture-report.md')
@@ -71,11 +78,29 @@ def main():
     print()
     try:
         with open(report) as f:
-            sys.stdout.write(f.read())
-        print('(table also in %s)' % report)
+            table = f.read()
     except OSError:
         print('no report was written (%s): see the output above' % report)
+        return rc or 1
+    sys.stdout.write(table)
+    print('(table also in %s)' % report)
+    if args.docs and not args.ci and not args.only:
+        write_docs(args, table, started, minutes, rc)
     return rc
+
+
+def write_docs(args, table, started, minutes, rc):
+    path = os.path.join(args.docs, 'CONFORMANCE.md')
+    with open(path, 'w') as f:
+        f.write('# smbtorture conformance: %s\n\n'
+                % os.path.basename(os.path.abspath(args.docs)))
+        f.write('Command: `%s` (started %s, %.1f minutes, exit status %d;'
+                ' 2 shared cores). Method and known failures: '
+                '[../CONFORMANCE.md](../CONFORMANCE.md).\n\n'
+                % (args.command, started.strftime('%Y-%m-%d %H:%M %Z'),
+                   minutes, rc))
+        f.write(table)
+    print('written to %s' % path)
 
 
 if __name__ == '__main__':
