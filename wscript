@@ -47,6 +47,7 @@ ENGINE_SOURCES = ['modules/fastcase_fold.c'] + CACHE_SOURCES + [
 		  'modules/fastcase_watch.c',
 		  'modules/fastcase_engine.c',
 		  'modules/fastcase_legacy_path.c',
+		  'modules/fastcase_fstype.c',
 		  'modules/fastcase_params.c']
 
 # The interpreter of the test scripts: the one running waf (./waf runs it

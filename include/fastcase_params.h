@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "fastcase_fold.h"
+#include "fastcase_fstype.h"
 
 #define FASTCASE_PARAM_PREFIX "fastcase"
 
@@ -30,6 +31,7 @@ struct fastcase_config {
 	const char *cache_file;		/* NULL: Samba's cache dir */
 	uint64_t cache_size;		/* bytes the cache file may grow to */
 	unsigned watch_limit;		/* watched directories per process */
+	enum fastcase_trust_inotify trust_inotify;
 	const char *legacy_charset;	/* NULL: names are UTF-8 or hidden */
 };
 

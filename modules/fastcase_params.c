@@ -22,6 +22,7 @@ const char *const fastcase_param_names[] = {
 	"cache file",
 	"cache size",
 	"watch limit",
+	"trust inotify",
 	"legacy charset",
 	NULL,
 };
@@ -36,6 +37,7 @@ void fastcase_config_init(struct fastcase_config *cfg)
 		.cache_file = NULL,
 		.cache_size = FASTCASE_DEFAULT_CACHE_SIZE,
 		.watch_limit = FASTCASE_DEFAULT_WATCH_LIMIT,
+		.trust_inotify = FASTCASE_TRUST_INOTIFY_AUTO,
 	};
 }
 
@@ -131,6 +133,38 @@ static int set_legacy_charset(struct fastcase_config *cfg,
 	return 0;
 }
 
+/* Samba's spellings of a boolean, as smb.conf takes them. */
+static bool one_of(const char *value, const char *const *words)
+{
+	size_t i;
+
+	for (i = 0; words[i] != NULL; i++) {
+		if (strcasecmp(value, words[i]) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static int set_trust_inotify(struct fastcase_config *cfg, const char *value,
+			     const char **why)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1", NULL };
+	static const char *const no[] = { "no", "false", "off", "0", NULL };
+
+	if (strcasecmp(value, "auto") == 0) {
+		cfg->trust_inotify = FASTCASE_TRUST_INOTIFY_AUTO;
+	} else if (one_of(value, yes)) {
+		cfg->trust_inotify = FASTCASE_TRUST_INOTIFY_YES;
+	} else if (one_of(value, no)) {
+		cfg->trust_inotify = FASTCASE_TRUST_INOTIFY_NO;
+	} else {
+		*why = "expected \"auto\", \"yes\" or \"no\"";
+		return EINVAL;
+	}
+	return 0;
+}
+
 int fastcase_param_set(struct fastcase_config *cfg, const char *name,
 		       const char *value, const char **why)
 {
@@ -190,6 +224,9 @@ int fastcase_param_set(struct fastcase_config *cfg, const char *name,
 		}
 		cfg->watch_limit = n;
 		return 0;
+	}
+	if (strcasecmp(name, "trust inotify") == 0) {
+		return set_trust_inotify(cfg, value, why);
 	}
 	if (strcasecmp(name, "legacy charset") == 0) {
 		return set_legacy_charset(cfg, value, why);

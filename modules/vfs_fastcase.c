@@ -29,11 +29,13 @@
 #include "smbd/smbd.h"
 #include "lib/global_contexts.h"
 #include "system/filesys.h"
+#include <sys/statfs.h>
 #include "lib/param/loadparm.h"
 #include "lib/util/memcache.h"
 #include "fastcase_samba.h"
 #include "fastcase_engine.h"
 #include "fastcase_legacy_path.h"
+#include "fastcase_fstype.h"
 #include "fastcase_params.h"
 
 #undef DBGC_CLASS
@@ -138,13 +140,43 @@ static void fastcase_watch_handler(struct tevent_context *ev,
 	fastcase_engine_process_events(share->engine);
 }
 
+/*
+ * The engine's watch limit: 0 (validate by timestamps) where names may
+ * change through other machines, which queue no inotify event here.
+ */
+static unsigned fastcase_watch_limit(struct vfs_handle_struct *handle,
+				     const struct fastcase_share *share)
+{
+	const char *service = lp_const_servicename(SNUM(handle->conn));
+	const char *why = NULL;
+	int64_t f_type = 0;
+	struct statfs sfs;
+
+	if (statfs(handle->conn->connectpath, &sfs) == 0) {
+		f_type = sfs.f_type;
+	}
+	if (fastcase_trusts_inotify(share->cfg.trust_inotify,
+				    lp_clustering(), f_type, &why)) {
+		if (why != NULL) {
+			DBG_WARNING("share [%s]: trusting inotify although "
+				    "%s (fastcase:trust inotify = yes): "
+				    "changes made through other machines go "
+				    "unseen\n", service, why);
+		}
+		return share->cfg.watch_limit;
+	}
+	DBG_NOTICE("share [%s]: not trusting inotify (%s): every lookup "
+		   "checks the directory's timestamps\n", service, why);
+	return 0;
+}
+
 static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 				  struct fastcase_share *share)
 {
 	struct fastcase_engine_options opts = {
 		.rules = share->cfg.rules,
 		.cache_size = share->cfg.cache_size,
-		.watch_limit = share->cfg.watch_limit,
+		.watch_limit = fastcase_watch_limit(handle, share),
 		.log_name = lp_const_servicename(SNUM(handle->conn)),
 		.legacy_charset = share->cfg.legacy_charset,
 		.defer_ambiguous = !share->authoritative,

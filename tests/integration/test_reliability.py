@@ -391,6 +391,89 @@ class NoInotify(SmbdTestCase):
         self.assertEqual(c['events'], 0, dict(c))
 
 
+class UntrustedInotify(SmbdTestCase):
+    """Where names change through another machine, inotify sees nothing of
+    it: a share on a FUSE file system (bindfs here, as GlusterFS is) or
+    with fastcase:trust inotify = no validates every lookup by the
+    directory's timestamps. A change made beside the FUSE mount, in the
+    directory it serves, stands in for one made through another node: it
+    queues no event on the mount."""
+    global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
+    shares = {'fuse': dict(FASTCASE),
+              'forced': dict(FASTCASE, **{'fastcase:trust inotify': 'yes'}),
+              'untrusted': dict(FASTCASE,
+                                **{'fastcase:trust inotify': 'no'})}
+    FUSE_SHARES = ('fuse', 'forced')
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.backing = {}
+        try:
+            for name in cls.FUSE_SHARES:
+                path = cls.smbd.share_path(name)
+                backing = path + '.backing'
+                os.mkdir(backing)
+                # no attribute caching: a stat through the mount shows
+                # the directory's times as they are
+                subprocess.run([harness.tool('bindfs'), '-o',
+                                'attr_timeout=0,entry_timeout=0,'
+                                'negative_timeout=0', backing, path],
+                               check=True)
+                cls.backing[name] = backing
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.smbd is not None:
+            cls.smbd.stop()
+        for name in getattr(cls, 'backing', {}):
+            harness.unmount(cls.smbd.share_path(name))
+        super().tearDownClass()
+
+    def beside(self, share, *parts):
+        """The path of a name in the directory the mount serves."""
+        if share in self.backing:
+            return os.path.join(self.backing[share], *parts)
+        return self.local(share, *parts)
+
+    def change_beside_while_cached(self, share):
+        """Cache a directory through one connection, then create a file
+        beside the mount: the answer to a wrong-case open of it."""
+        d = self.fresh_dir(share)
+        with open(self.beside(share, d, 'Old.txt'), 'w') as f:
+            f.write('old')
+        self.smbd.wait_unused()
+        c = self.conn(share)
+        self.assertEqual(c.loadfile(d + '\\OLD.TXT'), b'old')
+        with open(self.beside(share, d, 'New.txt'), 'w') as f:
+            f.write('new')
+        try:
+            return c.loadfile(d + '\\NEW.TXT')
+        except NTSTATUSError as e:
+            return e.args[0]
+
+    def test_fuse_share_sees_changes_made_beside_it(self):
+        self.assertEqual(self.change_beside_while_cached('fuse'), b'new')
+        c = self.assertAnsweredFromCache('fuse', hits=2, builds=2)
+        self.assertEqual(c['events'], 0, dict(c))
+        self.assertEqual(c['watch_failures'], 0, dict(c))
+
+    def test_trusting_inotify_on_fuse_misses_them(self):
+        # what the detection prevents: an in-sync process answers from
+        # records that never heard of the new name
+        self.assertEqual(self.change_beside_while_cached('forced'),
+                         ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
+
+    def test_untrusted_local_share(self):
+        self.assertEqual(self.change_beside_while_cached('untrusted'),
+                         b'new')
+        c = self.assertAnsweredFromCache('untrusted', hits=2, builds=2)
+        self.assertEqual(c['events'], 0, dict(c))
+
+
 class InotifyInstancesExhausted(SmbdTestCase):
     global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
     shares = {'fc': dict(FASTCASE)}

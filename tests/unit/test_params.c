@@ -38,6 +38,7 @@ static bool cfg_same(const struct fastcase_config *a,
 	       a->cache_file == b->cache_file &&
 	       a->cache_size == b->cache_size &&
 	       a->watch_limit == b->watch_limit &&
+	       a->trust_inotify == b->trust_inotify &&
 	       a->legacy_charset == b->legacy_charset;
 }
 
@@ -76,6 +77,7 @@ static void test_defaults(void **state)
 	assert_null(cfg.cache_file);
 	assert_int_equal(cfg.cache_size, FASTCASE_DEFAULT_CACHE_SIZE);
 	assert_int_equal(cfg.watch_limit, FASTCASE_DEFAULT_WATCH_LIMIT);
+	assert_int_equal(cfg.trust_inotify, FASTCASE_TRUST_INOTIFY_AUTO);
 	assert_null(cfg.legacy_charset);
 	assert_int_equal(fastcase_config_check(&cfg, &bad_param, &why), 0);
 }
@@ -92,6 +94,7 @@ static void test_param_names(void **state)
 		{ "cache file", "/var/cache/samba/fastcase.tdb" },
 		{ "cache size", "64M" },
 		{ "watch limit", "100" },
+		{ "trust inotify", "no" },
 		{ "legacy charset", "ISO-8859-1" },
 	};
 	size_t i, j, n = 0;
@@ -286,6 +289,59 @@ static void test_watch_limit(void **state)
 	bad("watch limit", "18014398509481985K");
 }
 
+static void test_trust_inotify(void **state)
+{
+	struct fastcase_config cfg;
+
+	fastcase_config_init(&cfg);
+	ok(&cfg, "trust inotify", "no");
+	assert_int_equal(cfg.trust_inotify, FASTCASE_TRUST_INOTIFY_NO);
+	ok(&cfg, "trust inotify", "True");
+	assert_int_equal(cfg.trust_inotify, FASTCASE_TRUST_INOTIFY_YES);
+	ok(&cfg, "trust inotify", "off");
+	assert_int_equal(cfg.trust_inotify, FASTCASE_TRUST_INOTIFY_NO);
+	ok(&cfg, "trust inotify", "AUTO");
+	assert_int_equal(cfg.trust_inotify, FASTCASE_TRUST_INOTIFY_AUTO);
+	bad("trust inotify", "");
+	bad("trust inotify", "maybe");
+	bad("trust inotify", "yes ");
+}
+
+/* ext4, NFS, FUSE (GlusterFS), GPFS: the statfs magic numbers */
+#define EXT4_MAGIC 0xEF53
+#define NFS_MAGIC 0x6969
+#define FUSE_MAGIC 0x65735546
+#define GPFS_MAGIC 0x47504653
+
+static void test_inotify_detection(void **state)
+{
+	const char *why = NULL;
+
+	assert_null(fastcase_fstype_shared(EXT4_MAGIC));
+	assert_string_equal(fastcase_fstype_shared(NFS_MAGIC), "NFS");
+	assert_string_equal(fastcase_fstype_shared(FUSE_MAGIC), "FUSE");
+	/* f_type is a signed long: a magic above 2^31 may come sign-extended */
+	assert_string_equal(fastcase_fstype_shared((int32_t)0xFF534D42),
+			    "CIFS");
+
+	assert_true(fastcase_trusts_inotify(FASTCASE_TRUST_INOTIFY_AUTO,
+					    false, EXT4_MAGIC, &why));
+	assert_null(why);
+	assert_false(fastcase_trusts_inotify(FASTCASE_TRUST_INOTIFY_AUTO,
+					     true, EXT4_MAGIC, &why));
+	assert_string_equal(why, "clustering = yes");
+	assert_false(fastcase_trusts_inotify(FASTCASE_TRUST_INOTIFY_AUTO,
+					     false, GPFS_MAGIC, &why));
+	assert_string_equal(why, "GPFS");
+	/* an explicit setting wins, and says what it overrode */
+	assert_true(fastcase_trusts_inotify(FASTCASE_TRUST_INOTIFY_YES,
+					    true, FUSE_MAGIC, &why));
+	assert_string_equal(why, "clustering = yes");
+	assert_false(fastcase_trusts_inotify(FASTCASE_TRUST_INOTIFY_NO,
+					     false, EXT4_MAGIC, &why));
+	assert_non_null(why);
+}
+
 static void test_legacy_charset(void **state)
 {
 	struct fastcase_config cfg;
@@ -431,6 +487,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cache_file),
 		cmocka_unit_test(test_cache_size),
 		cmocka_unit_test(test_watch_limit),
+		cmocka_unit_test(test_trust_inotify),
+		cmocka_unit_test(test_inotify_detection),
 		cmocka_unit_test(test_legacy_charset),
 		cmocka_unit_test(test_legacy_charset_unknown_to_iconv),
 		cmocka_unit_test(test_unknown_names),
