@@ -684,6 +684,7 @@ def run(args):
             'concurrency_size': args.concurrency_size,
             'concurrency_seconds': args.concurrency_seconds,
             'cache_size': args.cache_size,
+            'fastcase_params': dict(args.fastcase_param),
             'deep_levels': DEEP_LEVELS,
             'timeout': args.timeout,
         },
@@ -722,6 +723,8 @@ def run(args):
         }
         if args.cache_size:
             shares['fastcase']['fastcase:cache size'] = str(args.cache_size)
+        for name, value in args.fastcase_param:
+            shares['fastcase']['fastcase:' + name] = value
         smbd = harness.Smbd(shares, prefix='fastcase-bench-smbd-')
         for n in sizes:
             for r in range(args.cold_repeats):
@@ -784,6 +787,13 @@ def run(args):
     return res
 
 
+def fastcase_param(text):
+    name, sep, value = text.partition('=')
+    if not sep or not name:
+        raise argparse.ArgumentTypeError('expected NAME=VALUE: %r' % text)
+    return name.replace('_', ' ').strip(), value.strip()
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--build', required=True)
@@ -806,6 +816,10 @@ def parse_args(argv):
     p.add_argument('--cache-size', type=int, default=0,
                    help='fastcase:cache size of the fastcase share '
                    '(default: the module default)')
+    p.add_argument('--fastcase-param', action='append', default=[],
+                   type=fastcase_param, metavar='NAME=VALUE',
+                   help='a fastcase: parameter of the fastcase share, such '
+                   'as trust_inotify=no (_ for a space; repeatable)')
     p.add_argument('--timeout', type=int,
                    help='seconds before the whole run is stopped')
     args = p.parse_args(argv)

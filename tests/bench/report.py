@@ -233,10 +233,14 @@ def markdown(res, plot_name):
     L.append('- **sensitive**: `case sensitive = yes`, the limit: exact '
              'lookups only;')
     L.append('- **stock**: `case sensitive = no`, what users run today;')
+    params = dict(p.get('fastcase_params', {}))
+    if p['cache_size']:
+        params['cache size'] = str(p['cache_size'])
     L.append('- **fastcase**: `case sensitive = no` with '
              '`vfs objects = fastcase`%s.' %
-             (' and `fastcase:cache size = %d`' % p['cache_size']
-              if p['cache_size'] else ' (module defaults)'))
+             (''.join(' and `fastcase:%s = %s`' % kv
+                      for kv in sorted(params.items()))
+              if params else ' (module defaults)'))
     L.append('')
     L.append('Each ratio is a configuration against `sensitive` doing the '
              'same operation with the name spelled in the on-disk case.')

@@ -77,7 +77,7 @@ def conformance_entry(vdir):
     return '\n'.join([
         '### %s' % os.path.basename(vdir).replace('samba-', 'Samba '), '',
         '`%s`. %s Full table: [%s](%s).' % (command, run, rel, rel), '',
-        '- checks with the same result on stock and fastcase: %d' % same] +
+        '- smbtorture checks with the same result on stock and fastcase: %d' % same] +
         ['- %s' % c for c in counts])
 
 
