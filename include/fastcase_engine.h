@@ -49,12 +49,15 @@ struct fastcase_stats {
 	 * too big for the cache, records that could not be built) */
 	uint64_t scanned_checks;
 	uint64_t lock_timeouts;	/* a directory's lock not had in time */
+	/* a rebuild put off, the question scanned instead: the directory
+	 * changed again right after its last build, and no watch here */
+	uint64_t deferred_builds;
 };
 
 #define FASTCASE_STATS_FIELDS \
 	X(lookups) X(hits) X(misses) X(unknown) X(builds) X(events) \
 	X(overflows) X(collisions) X(too_big) X(watch_failures) X(fallbacks) \
-	X(unchecked) X(scanned_checks) X(lock_timeouts)
+	X(unchecked) X(scanned_checks) X(lock_timeouts) X(deferred_builds)
 
 struct fastcase_engine_options {
 	struct fastcase_fold_rules rules;
@@ -71,6 +74,16 @@ struct fastcase_engine_options {
 	 * Otherwise the engine picks by its ranking (see choose_name()).
 	 */
 	bool defer_ambiguous;
+	/*
+	 * A process without a watch rebuilds a directory whose times moved.
+	 * Where names change all the time (a busy directory seen from a
+	 * process past the inotify limits, or on a file system where
+	 * inotify is not trusted) that is a full read per lookup and
+	 * several per create, far dearer than smbd's own scan: for this
+	 * long after a directory's last build or restamp by any process,
+	 * the question goes to a scan instead (0: never).
+	 */
+	int64_t rebuild_interval_ns;
 	/*
 	 * Tests only: called before every wait for a directory's lock, so
 	 * that a test can make a change land while a process waits for one.

@@ -25,6 +25,13 @@
 
 #define FASTCASE_DEFAULT_CACHE_SIZE (256ULL * 1024 * 1024)
 #define FASTCASE_DEFAULT_WATCH_LIMIT 4096
+/*
+ * How long after a directory's last build a process that cannot trust a
+ * watch on it scans rather than reads the directory again (see
+ * DESIGN.md, "Busy directories without a watch").
+ */
+#define FASTCASE_DEFAULT_REBUILD_INTERVAL_MS 250
+#define FASTCASE_MAX_REBUILD_INTERVAL_MS 60000
 
 struct fastcase_config {
 	struct fastcase_fold_rules rules;
@@ -32,6 +39,7 @@ struct fastcase_config {
 	uint64_t cache_size;		/* bytes the cache file may grow to */
 	unsigned watch_limit;		/* watched directories per process */
 	enum fastcase_trust_inotify trust_inotify;
+	unsigned rebuild_interval_ms;	/* 0: rebuild whenever out of date */
 	const char *legacy_charset;	/* NULL: names are UTF-8 or hidden */
 };
 

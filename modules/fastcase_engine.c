@@ -74,6 +74,7 @@ struct fastcase_engine {
 	struct fastcase_watch *watch;
 	const char *log_name;
 	unsigned state_limit;
+	int64_t rebuild_interval_ns;	/* 0: never put a rebuild off */
 	unsigned nstates;
 	struct fastcase_dir_state *lru;
 	struct fastcase_dir_state *by_id[STATE_BUCKETS];
@@ -307,6 +308,13 @@ static bool stamp_racy(const struct fastcase_dir_record *rec)
 {
 	return rec->ctime_ns + RACY_MARGIN_NS > rec->stamp_time_ns ||
 	       rec->mtime_ns + RACY_MARGIN_NS > rec->stamp_time_ns;
+}
+
+static bool rebuilt_lately(const struct fastcase_engine *e,
+			   const struct fastcase_dir_record *rec, int64_t now)
+{
+	return e->rebuild_interval_ns > 0 && now >= rec->stamp_time_ns &&
+	       now - rec->stamp_time_ns < e->rebuild_interval_ns;
 }
 
 static bool record_usable(const struct fastcase_dir_record *rec)
@@ -567,6 +575,10 @@ static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 		if (st->wd >= 0 && rec->gen != seen_gen &&
 		    (rec->flags & FASTCASE_DIR_WATCHED)) {
 			return 0;
+		}
+		if (st->wd < 0 && rebuilt_lately(e, rec, stamp_time)) {
+			e->stats.deferred_builds++;
+			return EBUSY;
 		}
 	}
 	ret = fastcase_cache_build(e->cache, &e->scope, &st->id, st->fd,
@@ -1284,6 +1296,7 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 	}
 	e->defer_ambiguous = opts->defer_ambiguous;
 	e->before_lock = opts->before_lock;
+	e->rebuild_interval_ns = opts->rebuild_interval_ns;
 	e->before_lock_data = opts->before_lock_data;
 	e->state_limit = opts->watch_limit != 0 ? opts->watch_limit :
 		UNWATCHED_STATE_LIMIT;

@@ -23,6 +23,7 @@ const char *const fastcase_param_names[] = {
 	"cache size",
 	"watch limit",
 	"trust inotify",
+	"rebuild interval",
 	"legacy charset",
 	NULL,
 };
@@ -38,6 +39,7 @@ void fastcase_config_init(struct fastcase_config *cfg)
 		.cache_size = FASTCASE_DEFAULT_CACHE_SIZE,
 		.watch_limit = FASTCASE_DEFAULT_WATCH_LIMIT,
 		.trust_inotify = FASTCASE_TRUST_INOTIFY_AUTO,
+		.rebuild_interval_ms = FASTCASE_DEFAULT_REBUILD_INTERVAL_MS,
 	};
 }
 
@@ -165,71 +167,125 @@ static int set_trust_inotify(struct fastcase_config *cfg, const char *value,
 	return 0;
 }
 
-int fastcase_param_set(struct fastcase_config *cfg, const char *name,
-		       const char *value, const char **why)
+static int set_fold(struct fastcase_config *cfg, const char *value,
+		    const char **why)
+{
+	if (strcasecmp(value, "windows") == 0) {
+		cfg->rules.mode = FASTCASE_FOLD_WINDOWS;
+	} else if (strcasecmp(value, "unicode") == 0) {
+		cfg->rules.mode = FASTCASE_FOLD_UNICODE;
+	} else {
+		*why = "expected \"windows\" or \"unicode\"";
+		return EINVAL;
+	}
+	return 0;
+}
+
+static int set_language(struct fastcase_config *cfg, const char *value,
+			const char **why)
+{
+	if (value[0] != '\0' && !valid_language(value)) {
+		*why = "expected an ISO 639 code such as \"tr\"";
+		return EINVAL;
+	}
+	strlcpy(cfg->rules.language, value, sizeof(cfg->rules.language));
+	return 0;
+}
+
+static int set_normalize(struct fastcase_config *cfg, const char *value,
+			 const char **why)
+{
+	if (strcasecmp(value, "none") == 0) {
+		cfg->rules.normalize = FASTCASE_NORMALIZE_NONE;
+	} else if (strcasecmp(value, "nfc") == 0) {
+		cfg->rules.normalize = FASTCASE_NORMALIZE_NFC;
+	} else {
+		*why = "expected \"none\" or \"nfc\"";
+		return EINVAL;
+	}
+	return 0;
+}
+
+static int set_cache_file(struct fastcase_config *cfg, const char *value,
+			  const char **why)
+{
+	if (value[0] != '/') {
+		*why = "expected an absolute path";
+		return EINVAL;
+	}
+	cfg->cache_file = value;
+	return 0;
+}
+
+static int set_cache_size(struct fastcase_config *cfg, const char *value,
+			  const char **why)
 {
 	uint64_t n;
 
-	if (strcasecmp(name, "fold") == 0) {
-		if (strcasecmp(value, "windows") == 0) {
-			cfg->rules.mode = FASTCASE_FOLD_WINDOWS;
-		} else if (strcasecmp(value, "unicode") == 0) {
-			cfg->rules.mode = FASTCASE_FOLD_UNICODE;
-		} else {
-			*why = "expected \"windows\" or \"unicode\"";
-			return EINVAL;
+	if (!parse_size(value, &n) || n < 1024 * 1024) {
+		*why = "expected a size of at least 1M, such as 256M";
+		return EINVAL;
+	}
+	cfg->cache_size = n;
+	return 0;
+}
+
+static int set_watch_limit(struct fastcase_config *cfg, const char *value,
+			   const char **why)
+{
+	uint64_t n;
+
+	if (!parse_size(value, &n) || n > 1000000) {
+		*why = "expected a number of directories, 0 to 1000000";
+		return EINVAL;
+	}
+	cfg->watch_limit = n;
+	return 0;
+}
+
+static int set_rebuild_interval(struct fastcase_config *cfg,
+				const char *value, const char **why)
+{
+	unsigned long n;
+	char *end = NULL;
+
+	errno = 0;
+	n = isdigit((unsigned char)value[0]) ?
+		strtoul(value, &end, 10) : ULONG_MAX;
+	if (errno != 0 || end == NULL || *end != '\0' ||
+	    n > FASTCASE_MAX_REBUILD_INTERVAL_MS) {
+		*why = "expected milliseconds, 0 to 60000";
+		return EINVAL;
+	}
+	cfg->rebuild_interval_ms = n;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*set)(struct fastcase_config *cfg, const char *value,
+		   const char **why);
+} fastcase_params[] = {
+	{ "fold", set_fold },
+	{ "language", set_language },
+	{ "normalize", set_normalize },
+	{ "cache file", set_cache_file },
+	{ "cache size", set_cache_size },
+	{ "watch limit", set_watch_limit },
+	{ "trust inotify", set_trust_inotify },
+	{ "rebuild interval", set_rebuild_interval },
+	{ "legacy charset", set_legacy_charset },
+};
+
+int fastcase_param_set(struct fastcase_config *cfg, const char *name,
+		       const char *value, const char **why)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(fastcase_params); i++) {
+		if (strcasecmp(name, fastcase_params[i].name) == 0) {
+			return fastcase_params[i].set(cfg, value, why);
 		}
-		return 0;
-	}
-	if (strcasecmp(name, "language") == 0) {
-		if (value[0] != '\0' && !valid_language(value)) {
-			*why = "expected an ISO 639 code such as \"tr\"";
-			return EINVAL;
-		}
-		strlcpy(cfg->rules.language, value,
-			sizeof(cfg->rules.language));
-		return 0;
-	}
-	if (strcasecmp(name, "normalize") == 0) {
-		if (strcasecmp(value, "none") == 0) {
-			cfg->rules.normalize = FASTCASE_NORMALIZE_NONE;
-		} else if (strcasecmp(value, "nfc") == 0) {
-			cfg->rules.normalize = FASTCASE_NORMALIZE_NFC;
-		} else {
-			*why = "expected \"none\" or \"nfc\"";
-			return EINVAL;
-		}
-		return 0;
-	}
-	if (strcasecmp(name, "cache file") == 0) {
-		if (value[0] != '/') {
-			*why = "expected an absolute path";
-			return EINVAL;
-		}
-		cfg->cache_file = value;
-		return 0;
-	}
-	if (strcasecmp(name, "cache size") == 0) {
-		if (!parse_size(value, &n) || n < 1024 * 1024) {
-			*why = "expected a size of at least 1M, such as 256M";
-			return EINVAL;
-		}
-		cfg->cache_size = n;
-		return 0;
-	}
-	if (strcasecmp(name, "watch limit") == 0) {
-		if (!parse_size(value, &n) || n > 1000000) {
-			*why = "expected a number of directories, 0 to 1000000";
-			return EINVAL;
-		}
-		cfg->watch_limit = n;
-		return 0;
-	}
-	if (strcasecmp(name, "trust inotify") == 0) {
-		return set_trust_inotify(cfg, value, why);
-	}
-	if (strcasecmp(name, "legacy charset") == 0) {
-		return set_legacy_charset(cfg, value, why);
 	}
 	*why = "unknown parameter";
 	return ENOENT;

@@ -180,6 +180,8 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 		.log_name = lp_const_servicename(SNUM(handle->conn)),
 		.legacy_charset = share->cfg.legacy_charset,
 		.defer_ambiguous = !share->authoritative,
+		.rebuild_interval_ns =
+			share->cfg.rebuild_interval_ms * 1000000LL,
 	};
 	char *path = NULL;
 	int ret, fd;

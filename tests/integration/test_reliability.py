@@ -366,11 +366,20 @@ class BrokenCacheFiles(SmbdTestCase):
             db.close()
 
 
+# A process without a watch puts off a rebuild that would follow its last
+# one too closely (fastcase:rebuild interval). Tests that count the cache's
+# answers to changes made one after another rebuild at once.
+EAGER = {'fastcase:rebuild interval': '0'}
+
+
 class NoInotify(SmbdTestCase):
     """Stamps alone, no inotify: local changes are still seen at once, in
-    the cache's answers."""
+    the cache's answers; in a directory that keeps changing, the rebuilds
+    are put off and the questions scanned meanwhile."""
     global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
-    shares = {'fc': dict(FASTCASE, **{'fastcase:watch limit': '0'})}
+    shares = {'fc': dict(FASTCASE, **{'fastcase:watch limit': '0'},
+                         **EAGER),
+              'busy': dict(FASTCASE, **{'fastcase:watch limit': '0'})}
 
     def test_local_changes_without_inotify(self):
         d = self.fresh_dir('fc')
@@ -390,6 +399,41 @@ class NoInotify(SmbdTestCase):
         c = self.assertAnsweredFromCache('fc', hits=20, misses=10)
         self.assertEqual(c['events'], 0, dict(c))
 
+    def test_busy_directory_is_not_read_for_every_lookup(self):
+        d = self.fresh_dir('busy')
+        for i in range(1000):
+            open(self.local('busy', d, 'Old%d' % i), 'w').close()
+        self.smbd.wait_unused()
+        c = self.conn('busy')
+        self.assertEqual(c.loadfile(d + '\\OLD0'), b'')
+        started = time.monotonic()
+        for i in range(40):
+            with open(self.local('busy', d, 'File%d' % i), 'w') as f:
+                f.write(str(i))
+            self.assertEqual(c.loadfile(d + '\\FILE%d' % i),
+                             str(i).encode())
+            os.unlink(self.local('busy', d, 'Old%d' % i))
+            with self.assertRaises(NTSTATUSError):
+                c.loadfile(d + '\\old%d' % i)
+            # a case variant of a name made a moment ago is refused,
+            # by a scan under the lock when the records are put off
+            with self.assertRaises(NTSTATUSError) as caught:
+                c.create(d + '\\file%d' % i, DesiredAccess=READ_WRITE,
+                         ShareAccess=SHARE_ALL,
+                         CreateDisposition=FILE_CREATE)
+            self.assertEqual(status_of(caught.exception),
+                             ntstatus.NT_STATUS_OBJECT_NAME_COLLISION
+                             & 0xffffffff)
+        elapsed = time.monotonic() - started
+        del c
+        c = self.counters('busy')
+        shown = dict(c)
+        # every change made the records out of date: each would have
+        # been a read of the whole directory; at most one per interval
+        self.assertGreater(c['deferred_builds'], 0, shown)
+        self.assertLessEqual(c['builds'], 2 + elapsed / 0.25, shown)
+        self.assertEqual(c['fallbacks'], 0, shown)
+
 
 class UntrustedInotify(SmbdTestCase):
     """Where names change through another machine, inotify sees nothing of
@@ -399,10 +443,11 @@ class UntrustedInotify(SmbdTestCase):
     directory it serves, stands in for one made through another node: it
     queues no event on the mount."""
     global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
-    shares = {'fuse': dict(FASTCASE),
+    shares = {'fuse': dict(FASTCASE, **EAGER),
               'forced': dict(FASTCASE, **{'fastcase:trust inotify': 'yes'}),
-              'untrusted': dict(FASTCASE,
-                                **{'fastcase:trust inotify': 'no'})}
+              'untrusted': dict(FASTCASE, **EAGER,
+                                **{'fastcase:trust inotify': 'no'}),
+              'put-off': dict(FASTCASE, **{'fastcase:trust inotify': 'no'})}
     FUSE_SHARES = ('fuse', 'forced')
 
     @classmethod
@@ -473,10 +518,21 @@ class UntrustedInotify(SmbdTestCase):
         c = self.assertAnsweredFromCache('untrusted', hits=2, builds=2)
         self.assertEqual(c['events'], 0, dict(c))
 
+    def test_change_right_after_a_build_is_scanned(self):
+        # the default interval: the directory changed within 250 ms of
+        # its build, so the question goes to smbd's scan, which finds it
+        self.assertEqual(self.change_beside_while_cached('put-off'),
+                         b'new')
+        c = self.counters('put-off')
+        shown = dict(c)
+        self.assertEqual(c['deferred_builds'], 1, shown)
+        self.assertEqual(c['unknown'], 1, shown)
+        self.assertEqual(c['builds'], 1, shown)
+
 
 class InotifyInstancesExhausted(SmbdTestCase):
     global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
-    shares = {'fc': dict(FASTCASE)}
+    shares = {'fc': dict(FASTCASE, **EAGER)}
     SYSCTL = 'fs/inotify/max_user_instances'
 
     def test_no_inotify_instance_left(self):
@@ -712,7 +768,7 @@ class InotifyLimits(SmbdTestCase):
     fall back to validation, never to a stale answer, and the cache still
     answers."""
     global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
-    shares = {'fc': dict(FASTCASE)}
+    shares = {'fc': dict(FASTCASE, **EAGER)}
     WATCHES = 'fs/inotify/max_user_watches'
     QUEUE = 'fs/inotify/max_queued_events'
 

@@ -700,6 +700,53 @@ static void test_local_changes_no_inotify(void **state)
 	tight_loop(f, e, "tight-unwatched");
 }
 
+/*
+ * Without a watch, a directory that changes again right after its last
+ * build is not read again for every question: within the interval the
+ * lookup is handed to a scan (UNKNOWN) and a create's check is made by a
+ * scan under the lock, which still refuses a case variant; after it, the
+ * records are rebuilt and answer again.
+ */
+static void test_deferred_rebuilds(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 0);
+	const struct fastcase_stats *st = NULL;
+	struct fastcase_engine *e = NULL;
+	struct fastcase_create op;
+	char *dir = make_dir(f, "deferred"), *existing = NULL, *found = NULL;
+	uint64_t builds, scans;
+	int fd;
+
+	o.rebuild_interval_ns = 200 * 1000 * 1000LL;
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	st = fastcase_engine_stats(e);
+	touch(dir, "Report.docx");
+	fd = open_dir(dir);
+	usleep(250 * 1000);	/* the first build is not "lately" */
+	expect_lookup(e, fd, "REPORT.DOCX", "Report.docx");
+	builds = st->builds;
+
+	touch(dir, "Budget.xlsx");
+	assert_int_equal(fastcase_engine_lookup(e, fd, "BUDGET.XLSX", f,
+						&found), FASTCASE_UNKNOWN);
+	assert_int_equal(st->deferred_builds, 1);
+	assert_int_equal(st->builds, builds);
+
+	scans = st->scanned_checks;
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "budget.XLSX",
+						      &op, f, &existing),
+			 EEXIST);
+	assert_string_equal(existing, "Budget.xlsx");
+	assert_int_equal(st->scanned_checks, scans + 1);
+	assert_int_equal(st->builds, builds);
+
+	usleep(250 * 1000);
+	expect_lookup(e, fd, "BUDGET.XLSX", "Budget.xlsx");
+	assert_int_equal(st->builds, builds + 1);
+	close(fd);
+}
+
 /* More directories than the watch limit: the oldest are dropped, and
  * answers stay right. */
 static void test_watch_limit_eviction(void **state)
@@ -1895,6 +1942,7 @@ int main(int argc, char **argv)
 		T(test_lookup_basic),
 		T(test_local_changes_inotify),
 		T(test_local_changes_no_inotify),
+		T(test_deferred_rebuilds),
 		T(test_watch_limit_eviction),
 		T(test_two_engines_inotify),
 		T(test_two_engines_no_inotify),

@@ -39,6 +39,7 @@ static bool cfg_same(const struct fastcase_config *a,
 	       a->cache_size == b->cache_size &&
 	       a->watch_limit == b->watch_limit &&
 	       a->trust_inotify == b->trust_inotify &&
+	       a->rebuild_interval_ms == b->rebuild_interval_ms &&
 	       a->legacy_charset == b->legacy_charset;
 }
 
@@ -78,6 +79,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.cache_size, FASTCASE_DEFAULT_CACHE_SIZE);
 	assert_int_equal(cfg.watch_limit, FASTCASE_DEFAULT_WATCH_LIMIT);
 	assert_int_equal(cfg.trust_inotify, FASTCASE_TRUST_INOTIFY_AUTO);
+	assert_int_equal(cfg.rebuild_interval_ms, 250);
 	assert_null(cfg.legacy_charset);
 	assert_int_equal(fastcase_config_check(&cfg, &bad_param, &why), 0);
 }
@@ -95,6 +97,7 @@ static void test_param_names(void **state)
 		{ "cache size", "64M" },
 		{ "watch limit", "100" },
 		{ "trust inotify", "no" },
+		{ "rebuild interval", "1000" },
 		{ "legacy charset", "ISO-8859-1" },
 	};
 	size_t i, j, n = 0;
@@ -287,6 +290,26 @@ static void test_watch_limit(void **state)
 	/* would wrap around to 0 and 1024 */
 	bad("watch limit", "17179869184G");
 	bad("watch limit", "18014398509481985K");
+}
+
+static void test_rebuild_interval(void **state)
+{
+	struct fastcase_config cfg;
+
+	fastcase_config_init(&cfg);
+	ok(&cfg, "rebuild interval", "0");
+	assert_int_equal(cfg.rebuild_interval_ms, 0);
+	ok(&cfg, "rebuild interval", "60000");
+	assert_int_equal(cfg.rebuild_interval_ms, 60000);
+	ok(&cfg, "Rebuild Interval", "1000");
+	assert_int_equal(cfg.rebuild_interval_ms, 1000);
+	bad("rebuild interval", "60001");
+	bad("rebuild interval", "-1");
+	bad("rebuild interval", "");
+	bad("rebuild interval", "1s");
+	bad("rebuild interval", "1K");
+	bad("rebuild interval", " 1");
+	bad("rebuild interval", "18446744073709551616");
 }
 
 static void test_trust_inotify(void **state)
@@ -487,6 +510,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cache_file),
 		cmocka_unit_test(test_cache_size),
 		cmocka_unit_test(test_watch_limit),
+		cmocka_unit_test(test_rebuild_interval),
 		cmocka_unit_test(test_trust_inotify),
 		cmocka_unit_test(test_inotify_detection),
 		cmocka_unit_test(test_legacy_charset),
