@@ -30,10 +30,13 @@ top = '.'
 out = os.environ.get('FASTCASE_OUT', 'build')
 
 SAMBA_INCLUDES = ['source3', 'source3/include', 'lib/replace', '.',
-		  'bin/default', 'bin/default/include', 'include']
+		  'bin/default', 'bin/default/include', 'include', 'lib']
 SAMBA_DEFINES = ['_SAMBA_BUILD_=4', 'HAVE_CONFIG_H=1', '_GNU_SOURCE=1',
 		 '_XOPEN_SOURCE_EXTENDED=1', '__STDC_WANT_LIB_EXT1__=1',
 		 '_REENTRANT']
+
+# the VFS glue: needs smbd's headers, built into the module only
+GLUE_SOURCES = ['modules/vfs_fastcase.c', 'modules/fastcase_cluster_lock.c']
 
 CACHE_SOURCES = ['modules/fastcase_cache.c',
 		 'modules/fastcase_lock.c',
@@ -153,7 +156,7 @@ def build(bld):
 	bld.objects(source=ENGINE_SOURCES, target='fastcase_engine',
 		    includes='include', cflags=['-fPIC', '-fvisibility=hidden'],
 		    use=uses)
-	bld.shlib(source=['modules/vfs_fastcase.c'], target='fastcase',
+	bld.shlib(source=GLUE_SOURCES, target='fastcase',
 		  includes='include', cflags=['-fvisibility=hidden'],
 		  use='fastcase_engine ' + uses,
 		  install_path='${MODULESDIR}/vfs')
@@ -275,7 +278,7 @@ def build_asan_module(bld):
 	top_dir = bld.path.abspath()
 	out = os.path.join(bld.bldnode.abspath(), 'asan')
 	srcs = [os.path.join(top_dir, s)
-		for s in ENGINE_SOURCES + ['modules/vfs_fastcase.c']]
+		for s in ENGINE_SOURCES + GLUE_SOURCES]
 	_asan_compile(bld, srcs, os.path.join(out, 'fastcase.so'),
 		      ['-fPIC', '-shared', '-fvisibility=hidden'], [])
 	for tool in ['fastcase-stat', 'fastcase-check']:

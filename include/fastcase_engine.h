@@ -85,6 +85,14 @@ struct fastcase_engine_options {
 	 */
 	int64_t rebuild_interval_ns;
 	/*
+	 * A create's check reads the directory's times from the file
+	 * system itself (statx AT_STATX_FORCE_SYNC), not from this host's
+	 * attribute cache: on a cluster file system, under a cluster-wide
+	 * lock, a create made through another node moments ago then moves
+	 * them.
+	 */
+	bool exact_create_checks;
+	/*
 	 * Tests only: called before every wait for a directory's lock, so
 	 * that a test can make a change land while a process waits for one.
 	 */

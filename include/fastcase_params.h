@@ -39,7 +39,7 @@ struct fastcase_config {
 	uint64_t cache_size;		/* bytes the cache file may grow to */
 	unsigned watch_limit;		/* watched directories per process */
 	enum fastcase_trust_inotify trust_inotify;
-	unsigned rebuild_interval_ms;	/* 0: rebuild whenever out of date */
+	unsigned rebuild_interval_ms;	/* 0: rebuild at once */
 	const char *legacy_charset;	/* NULL: names are UTF-8 or hidden */
 };
 

@@ -9,7 +9,8 @@
  *
  *   47 (4.17)  the oldest supported: openat with vfs_open_how, fstatat,
  *              get_real_filename_at
- *   48 (4.18)  connectpath gained a dirfsp (not hooked here)
+ *   48 (4.18)  connectpath gained a dirfsp (not hooked here);
+ *              g_lock_lock() gained a callback (passed NULL here)
  *   49 (4.19)  readdir lost its "sbuf" argument; 4.20 and 4.21 kept 49
  *              but smbd opens every path component through
  *              smb_vfs_openat_ci() and a per-process real-name memcache
@@ -75,6 +76,15 @@ struct vfs_rename_how;
 #define FASTCASE_RENAME_HOW NULL
 #define FASTCASE_NEXT_RENAMEAT(handle, srcfsp, src, dstfsp, dst, how) \
 	SMB_VFS_NEXT_RENAMEAT(handle, srcfsp, src, dstfsp, dst)
+#endif
+
+/* g_lock_lock: a callback run under the lock arrived in 48 */
+#if SMB_VFS_INTERFACE_VERSION >= 48
+#define FASTCASE_G_LOCK_LOCK(ctx, key, type, timeout) \
+	g_lock_lock(ctx, key, type, timeout, NULL, NULL)
+#else
+#define FASTCASE_G_LOCK_LOCK(ctx, key, type, timeout) \
+	g_lock_lock(ctx, key, type, timeout)
 #endif
 
 #endif /* FASTCASE_SAMBA_H */

@@ -88,6 +88,7 @@ struct fastcase_engine {
 	void (*before_lock)(void *private_data);
 	void *before_lock_data;
 	bool defer_ambiguous;
+	bool exact_create_checks;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
 };
@@ -1035,6 +1036,23 @@ static void note_unchecked(struct fastcase_engine *e, int dirfd,
 }
 
 /*
+ * Make the kernel fetch fd's attributes from the file system (a network or
+ * cluster file system's client otherwise answers a stat from its cache for
+ * a while), so that the fstat()s of the check that follows see every
+ * change made through other machines before we took the lock. Local file
+ * systems ignore the flag.
+ */
+static void refresh_attributes(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC,
+		  STATX_MTIME | STATX_CTIME, &stx) != 0) {
+		DBG_DEBUG("statx: %s\n", strerror(errno));
+	}
+}
+
+/*
  * Under the directory's lock: the on-disk name that folds equal to name,
  * from the records, else (a directory too big for the cache, records
  * that cannot be built or read) from a scan, which the lock makes as
@@ -1053,6 +1071,9 @@ static int find_variant_locked(struct fastcase_engine *e,
 
 	*found = NULL;
 	drain(e);
+	if (e->exact_create_checks) {
+		refresh_attributes(st->fd);
+	}
 	if (fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
 			      &key_len) == 0 &&
 	    ensure_sync(e, st, &rec) == 0 &&
@@ -1295,6 +1316,7 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 		fastcase_scope_set_legacy(&e->scope, legacy);
 	}
 	e->defer_ambiguous = opts->defer_ambiguous;
+	e->exact_create_checks = opts->exact_create_checks;
 	e->before_lock = opts->before_lock;
 	e->rebuild_interval_ns = opts->rebuild_interval_ns;
 	e->before_lock_data = opts->before_lock_data;

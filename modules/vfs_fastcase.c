@@ -37,6 +37,7 @@
 #include "fastcase_legacy_path.h"
 #include "fastcase_fstype.h"
 #include "fastcase_params.h"
+#include "fastcase_cluster_lock.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -119,6 +120,8 @@ struct fastcase_share {
 	bool below_maps_names;
 	/* readdir's answer for a legacy name, under its UTF-8 spelling */
 	struct dirent *legacy_dirent;
+	/* clustering = yes: creates also lock across the nodes */
+	struct fastcase_cluster_lock *cluster_lock;
 };
 
 static int fastcase_share_destructor(struct fastcase_share *share)
@@ -186,6 +189,8 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 	char *path = NULL;
 	int ret, fd;
 
+	/* no watch: names may change through other machines */
+	opts.exact_create_checks = (opts.watch_limit == 0);
 	if (share->cfg.cache_file != NULL) {
 		path = talloc_strdup(share, share->cfg.cache_file);
 	} else {
@@ -262,6 +267,45 @@ static bool fastcase_names_mapped_below(struct vfs_handle_struct *handle)
 	return false;
 }
 
+/* The share's state from its parameters; 0 or an errno for connect. */
+static int fastcase_share_setup(struct vfs_handle_struct *handle,
+				struct fastcase_share *share)
+{
+	const char *service = lp_const_servicename(SNUM(handle->conn));
+
+	if (!fastcase_load_config(handle, &share->cfg)) {
+		return EINVAL;
+	}
+	share->authoritative =
+		share->cfg.rules.mode != FASTCASE_FOLD_WINDOWS ||
+		share->cfg.rules.normalize != FASTCASE_NORMALIZE_NONE;
+
+	share->legacy = (share->cfg.legacy_charset != NULL);
+	if (share->legacy) {
+		share->legacy_dirent = (struct dirent *)talloc_zero_size(
+			share, sizeof(struct dirent) + NAME_MAX + 1);
+		if (share->legacy_dirent == NULL) {
+			return ENOMEM;
+		}
+	}
+
+	share->below_maps_names = fastcase_names_mapped_below(handle);
+	if (lp_clustering()) {
+		share->cluster_lock = fastcase_cluster_lock_create(share);
+		if (share->cluster_lock == NULL) {
+			DBG_ERR("share [%s]: clustering = yes, but no "
+				"cluster-wide lock for creates: refusing the "
+				"share rather than let two nodes create case "
+				"variants\n", service);
+			return EIO;
+		}
+	}
+	if (!fastcase_start_engine(handle, share)) {
+		return ENOMEM;
+	}
+	return 0;
+}
+
 static int fastcase_connect(struct vfs_handle_struct *handle,
 			    const char *service, const char *user)
 {
@@ -280,33 +324,11 @@ static int fastcase_connect(struct vfs_handle_struct *handle,
 		return -1;
 	}
 	talloc_set_destructor(share, fastcase_share_destructor);
-	if (!fastcase_load_config(handle, &share->cfg)) {
+	ret = fastcase_share_setup(handle, share);
+	if (ret != 0) {
 		TALLOC_FREE(share);
 		SMB_VFS_NEXT_DISCONNECT(handle);
-		errno = EINVAL;
-		return -1;
-	}
-	share->authoritative =
-		share->cfg.rules.mode != FASTCASE_FOLD_WINDOWS ||
-		share->cfg.rules.normalize != FASTCASE_NORMALIZE_NONE;
-
-	share->legacy = (share->cfg.legacy_charset != NULL);
-	if (share->legacy) {
-		share->legacy_dirent = (struct dirent *)talloc_zero_size(
-			share, sizeof(struct dirent) + NAME_MAX + 1);
-		if (share->legacy_dirent == NULL) {
-			TALLOC_FREE(share);
-			SMB_VFS_NEXT_DISCONNECT(handle);
-			errno = ENOMEM;
-			return -1;
-		}
-	}
-
-	share->below_maps_names = fastcase_names_mapped_below(handle);
-	if (!fastcase_start_engine(handle, share)) {
-		TALLOC_FREE(share);
-		SMB_VFS_NEXT_DISCONNECT(handle);
-		errno = ENOMEM;
+		errno = ret;
 		return -1;
 	}
 
@@ -666,6 +688,47 @@ static bool is_posix_name(const struct smb_filename *smb_fname)
 	return (smb_fname->flags & SMB_FILENAME_POSIX_PATH) != 0;
 }
 
+/* A directory's cluster lock, taken or not. */
+struct fastcase_held_dir {
+	struct file_id id;
+	bool held;
+};
+
+/*
+ * On a clustered smbd, lock the directory at fd across the nodes, before
+ * the engine takes its own lock (fastcase_cluster_lock.h): keyed by the
+ * identity smbd gives it (SMB_VFS_FILE_ID_CREATE, vfs_fileid included),
+ * which must be the same on every node. Returns 0 or an errno.
+ */
+static int fastcase_lock_cluster(struct vfs_handle_struct *handle,
+				 struct fastcase_share *share, int fd,
+				 struct fastcase_held_dir *dir)
+{
+	SMB_STRUCT_STAT sbuf;
+	int ret;
+
+	*dir = (struct fastcase_held_dir) { .held = false };
+	if (share->cluster_lock == NULL) {
+		return 0;
+	}
+	if (sys_fstat(fd, &sbuf, false) != 0) {
+		return errno;
+	}
+	dir->id = SMB_VFS_FILE_ID_CREATE(handle->conn, &sbuf);
+	ret = fastcase_cluster_lock_dir(share->cluster_lock, &dir->id);
+	dir->held = (ret == 0);
+	return ret;
+}
+
+static void fastcase_unlock_cluster(struct fastcase_share *share,
+				    struct fastcase_held_dir *dir)
+{
+	if (dir->held) {
+		fastcase_cluster_unlock_dir(share->cluster_lock, &dir->id);
+		dir->held = false;
+	}
+}
+
 /* The call a create bracket wraps; -1 with errno on failure. */
 typedef int (*fastcase_create_fn)(struct vfs_handle_struct *handle,
 				  void *private_data);
@@ -682,12 +745,17 @@ static int fastcase_create_checked(struct vfs_handle_struct *handle,
 				   void *private_data)
 {
 	struct fastcase_create op;
+	struct fastcase_held_dir cluster;
 	char *existing = NULL;
 	int fd, tmp_fd, ret, err;
 
 	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
-	err = fastcase_engine_create_begin(share->engine, fd, name, &op,
-					   talloc_tos(), &existing);
+	err = fastcase_lock_cluster(handle, share, fd, &cluster);
+	if (err == 0) {
+		err = fastcase_engine_create_begin(share->engine, fd, name,
+						   &op, talloc_tos(),
+						   &existing);
+	}
 	if (err == EEXIST) {
 		DBG_INFO("create of [%s] refused: [%s] exists\n", name,
 			 existing);
@@ -703,6 +771,7 @@ static int fastcase_create_checked(struct vfs_handle_struct *handle,
 		fastcase_engine_create_end(share->engine, &op, name,
 					   ret != -1);
 	}
+	fastcase_unlock_cluster(share, &cluster);
 	if (tmp_fd != -1) {
 		close(tmp_fd);
 	}
@@ -874,16 +943,22 @@ static int fastcase_rename_checked(struct vfs_handle_struct *handle,
 				   const struct vfs_rename_how *how)
 {
 	struct fastcase_create op;
+	struct fastcase_held_dir cluster;
 	char *existing = NULL;
 	int dst_fd, dst_tmp, src_fd, src_tmp, ret, saved_errno;
 
 	dst_fd = fastcase_dir_fd(dstdir_fsp, &dst_tmp);
 	src_fd = fastcase_dir_fd(srcdir_fsp, &src_tmp);
-	/* a directory that cannot be opened is the engine's to note */
-	ret = fastcase_engine_rename_begin(share->engine, dst_fd,
-					   smb_fname_dst->base_name, src_fd,
-					   smb_fname_src->base_name, &op,
-					   talloc_tos(), &existing);
+	ret = fastcase_lock_cluster(handle, share, dst_fd, &cluster);
+	if (ret == 0) {
+		/* a directory that cannot be opened is the engine's to note */
+		ret = fastcase_engine_rename_begin(share->engine, dst_fd,
+						   smb_fname_dst->base_name,
+						   src_fd,
+						   smb_fname_src->base_name,
+						   &op, talloc_tos(),
+						   &existing);
+	}
 	if (ret != 0) {
 		DBG_INFO("rename to [%s] refused: %s%s\n",
 			 smb_fname_dst->base_name,
@@ -904,6 +979,9 @@ static int fastcase_rename_checked(struct vfs_handle_struct *handle,
 	}
 	errno = saved_errno;
 out:
+	saved_errno = errno;
+	fastcase_unlock_cluster(share, &cluster);
+	errno = saved_errno;
 	if (dst_tmp != -1) {
 		close(dst_tmp);
 	}

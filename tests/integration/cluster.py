@@ -22,11 +22,25 @@ import harness
 # glusterd refuses loopback addresses for bricks: one of its own on lo
 ADDRESS = '10.99.0.1'
 VOLUME = 'fcvol'
+# The GlusterFS client's own metadata cache (md-cache) answers a stat for
+# up to a second even when the kernel asks it afresh (statx with
+# AT_STATX_FORCE_SYNC): without it, a create's check through one node sees
+# the other nodes' creates of a moment ago.
+FRESH_METADATA = (('performance.stat-prefetch', 'off'),)
 GLUSTER_DIRS = ('/var/lib/glusterd', '/var/log/glusterfs', '/run/gluster')
 
 
 class GlusterError(Exception):
     pass
+
+
+def add_address(address):
+    """address/32 on the namespace's loopback device, once: the test
+    classes of one run share the namespace."""
+    r = subprocess.run([harness.tool('ip'), 'addr', 'add', address + '/32',
+                        'dev', 'lo'], capture_output=True, text=True)
+    if r.returncode != 0 and 'already assigned' not in r.stderr:
+        raise RuntimeError('ip addr add %s: %s' % (address, r.stderr))
 
 
 def _pid_alive(pid):
@@ -89,11 +103,12 @@ class Gluster:
                            check=True)
             self.bound.append(d)
 
-    def start(self):
+    def start(self, options=()):
+        """glusterd and the volume, with these (name, value) volume
+        options set before it starts."""
         os.makedirs(self.brick)
         self._bind_private_dirs()
-        subprocess.run([harness.tool('ip'), 'addr', 'add', ADDRESS + '/32',
-                        'dev', 'lo'], check=True)
+        add_address(ADDRESS)
         subprocess.run([harness.tool('glusterd'), '-p', self.glusterd_pid],
                        check=True)
         harness.wait_until(
@@ -102,6 +117,8 @@ class Gluster:
             30, 'glusterd to answer')
         self.gluster('volume', 'create', VOLUME,
                      '%s:%s' % (ADDRESS, self.brick), 'force')
+        for name, value in options:
+            self.gluster('volume', 'set', VOLUME, name, value)
         self.gluster('volume', 'start', VOLUME)
 
     def mount(self, path, *options):
@@ -146,3 +163,112 @@ class Gluster:
 def _pid_alive_file(path):
     pid = _read_pid(path)
     return pid is not None and _pid_alive(pid)
+
+
+class CtdbError(Exception):
+    pass
+
+
+class Ctdb:
+    """Debian's ctdbd, one per node, each in a base directory of its own
+    (CTDB_TEST_MODE with CTDB_BASE: configuration, sockets, databases and
+    logs all under it), each on its own address of the namespace's
+    loopback device. No public addresses, no failover, no event scripts:
+    what the nodes' smbds need of CTDB is its clustered databases (g_lock,
+    locking) and the liveness of each other's processes."""
+
+    def __init__(self, tmp, addresses):
+        self.tmp = tmp
+        self.addresses = list(addresses)
+        self.bases = [os.path.join(tmp, 'ctdb-node%d' % n)
+                      for n in range(len(self.addresses))]
+
+    def env(self, node):
+        e = dict(os.environ)
+        e.update(CTDB_TEST_MODE='1', CTDB_BASE=self.bases[node])
+        return e
+
+    def socket(self, node):
+        return os.path.join(self.bases[node], 'run', 'ctdbd.socket')
+
+    def pid(self, node):
+        return _read_pid(os.path.join(self.bases[node], 'run',
+                                      'ctdbd.pid'))
+
+    def log(self, node):
+        try:
+            with open(os.path.join(self.bases[node], 'log.ctdb')) as f:
+                return f.read()
+        except OSError:
+            return ''
+
+    def _write_base(self, node):
+        base = self.bases[node]
+        db = os.path.join(base, 'db')
+        for d in ('run', 'var', 'events/legacy', 'db/volatile',
+                  'db/persistent', 'db/state'):
+            os.makedirs(os.path.join(base, d), exist_ok=True)
+        with open(os.path.join(base, 'nodes'), 'w') as f:
+            f.write(''.join(a + '\n' for a in self.addresses))
+        open(os.path.join(base, 'public_addresses'), 'w').close()
+        with open(os.path.join(base, 'ctdb.conf'), 'w') as f:
+            f.write('[logging]\n\tlocation = file:%s/log.ctdb\n'
+                    '\tlog level = NOTICE\n'
+                    '[cluster]\n\tnode address = %s\n'
+                    '[database]\n'
+                    '\tvolatile database directory = %s/volatile\n'
+                    '\tpersistent database directory = %s/persistent\n'
+                    '\tstate database directory = %s/state\n'
+                    '[failover]\n\tdisabled = true\n'
+                    % (base, self.addresses[node], db, db, db))
+
+    def ctdb(self, node, *args, check=True, timeout=30):
+        r = subprocess.run([harness.tool('ctdb')] + list(args),
+                           env=self.env(node), capture_output=True,
+                           text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise CtdbError('ctdb %s on node %d: %s%s' % (
+                ' '.join(args), node, r.stdout, r.stderr))
+        return r
+
+    def start_node(self, node):
+        self._write_base(node)
+        subprocess.run([harness.tool('ctdbd')], env=self.env(node),
+                       check=True)
+
+    def start(self):
+        for node in range(len(self.addresses)):
+            self.start_node(node)
+        self.wait_healthy()
+
+    def healthy(self, node):
+        """Whether node says every node is connected and healthy."""
+        r = self.ctdb(node, 'nodestatus', 'all', check=False, timeout=10)
+        return r.returncode == 0
+
+    def wait_healthy(self, nodes=None, timeout=60):
+        for node in nodes if nodes is not None else \
+                range(len(self.addresses)):
+            harness.wait_until(
+                lambda: self.healthy(node), timeout,
+                'ctdb node %d to be healthy:\n%s' % (node,
+                                                     self.log(node)[-2000:]))
+
+    def kill_node(self, node):
+        """SIGKILL of the node's ctdbd, as when its machine dies."""
+        pid = self.pid(node)
+        if pid is not None and _pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            harness.wait_until(lambda: not _pid_alive(pid), 10,
+                               'ctdbd %d to die' % pid)
+        os.unlink(os.path.join(self.bases[node], 'run', 'ctdbd.pid'))
+
+    def stop(self):
+        """Every node's ctdbd, by PID (its eventd and recoverd follow
+        it). Safe to call twice."""
+        for node in range(len(self.addresses)):
+            pid = self.pid(node)
+            if pid is None or not _pid_alive(pid):
+                continue
+            self.ctdb(node, 'shutdown', check=False, timeout=20)
+            _stop_pid(pid)

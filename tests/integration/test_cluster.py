@@ -7,11 +7,16 @@ B's module must not trust inotify there (fastcase:trust inotify = auto
 detects FUSE) and must see A's changes as soon as a stat through B's mount
 shows them: after GlusterFS's attribute caching (1 s by default).
 
-Not yet covered here: CTDB (the smbds run with clustering = no) and
-creates of case variants at the same instant on both nodes, which the
-module's host-local create lock does not serialise.
+CtdbTwoNodes adds CTDB: each node's smbd runs with clustering = yes on a
+ctdbd of its own (Debian's), and creates take a cluster-wide lock of their
+directory (Samba's g_lock, clustered by CTDB) keyed by the identity
+vfs_fileid gives it on every node, so that clients on two nodes creating
+case variants of one new name at the same instant get one file and one
+NT_STATUS_OBJECT_NAME_COLLISION.
 """
 
+import functools
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -66,9 +71,7 @@ class GlusterTwoNodes(unittest.TestCase):
         cls.gluster = cluster.Gluster(cls.tmp)
         cls.gluster.start()
         for node, address in NODES.items():
-            subprocess.run([harness.tool('ip'), 'addr', 'add',
-                                    address + '/32', 'dev', 'lo'],
-                                   check=True)
+            cluster.add_address(address)
             mnt = cls.gluster.mount(os.path.join(cls.tmp, 'mnt-' + node))
             # every rebuild at once: these tests count the cache's own
             # answers (put-off rebuilds are tested in test_reliability)
@@ -196,3 +199,127 @@ class GlusterTwoNodes(unittest.TestCase):
         self.assertEqual(self.status_of(trusting.loadfile,
                                         d + '\\MISSED.TXT'),
                          ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
+
+
+# the directory's identity must be the same through every node's mount
+CLUSTERED_FASTCASE = dict(FASTCASE, **{
+    'vfs objects': 'fastcase fileid',
+    'fileid:algorithm': 'fsname',
+})
+ROUNDS = 50
+
+
+def create_at_the_barrier(conn_fn, d, spelling, rounds, barrier, results):
+    """One node's client: in each round, wait for the other node's client,
+    then create this node's spelling of the round's new name; put the NT
+    status of each round (or an error) on results."""
+    try:
+        conn = conn_fn()
+        statuses = []
+        for r in range(rounds):
+            barrier.wait(timeout=60)
+            statuses.append(GlusterTwoNodes.status_of(
+                create_new, conn, d + '\\' + spelling % r))
+        results.put(('ok', statuses))
+    except BaseException as e:
+        results.put(('error', repr(e)))
+
+
+class CtdbTwoNodes(unittest.TestCase):
+    """Two smbds with clustering = yes, each on its own ctdbd and its own
+    FUSE mount of one GlusterFS volume."""
+
+    smbds = {}
+    gluster = None
+    ctdb = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        harness.require_environment()
+        cls.tmp = harness.make_tmpdir('fastcase-CtdbTwoNodes-')
+        cls.smbds = {}
+        try:
+            cls.start_cluster()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def start_cluster(cls):
+        cls.gluster = cluster.Gluster(cls.tmp)
+        cls.gluster.start(cluster.FRESH_METADATA)
+        for address in NODES.values():
+            cluster.add_address(address)
+        cls.ctdb = cluster.Ctdb(cls.tmp, NODES.values())
+        cls.ctdb.start()
+        for n, (node, address) in enumerate(NODES.items()):
+            mnt = cls.gluster.mount(os.path.join(cls.tmp, 'mnt-' + node))
+            smbd = harness.Smbd(
+                {'fc': dict(CLUSTERED_FASTCASE, path=mnt)},
+                address=address,
+                global_params=dict(
+                    harness.EVERY_LOOKUP_REACHES_THE_MODULE,
+                    **{'clustering': 'yes',
+                       'ctdbd socket': cls.ctdb.socket(n)}),
+                prefix='fastcase-CtdbTwoNodes-%s-' % node)
+            cls.smbds[node] = smbd
+            smbd.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        for smbd in cls.smbds.values():
+            smbd.stop()
+        if cls.ctdb is not None:
+            cls.ctdb.stop()
+            cls.ctdb = None
+        if cls.gluster is not None:
+            cls.gluster.stop()
+            cls.gluster = None
+        for smbd in cls.smbds.values():
+            smbd.cleanup(keep=harness.keep_tmp())
+        cls.smbds = {}
+        harness.remove_tree(cls.tmp)
+        super().tearDownClass()
+
+    def conn(self, node):
+        return self.smbds[node].conn('fc')
+
+    def fresh_dir(self):
+        name = self.id().rsplit('.', 1)[-1]
+        self.conn('a').mkdir(name)
+        return name
+
+    def race(self, d, spellings, rounds):
+        """Both nodes' clients create their spelling of each round's name
+        at the same instant; the statuses per round, node by node."""
+        ctx = multiprocessing.get_context('fork')
+        barrier = ctx.Barrier(len(spellings))
+        results = ctx.Queue()
+        procs = [ctx.Process(target=create_at_the_barrier,
+                             args=(functools.partial(self.smbds[node].conn, 'fc'), d,
+                                   spelling, rounds, barrier, results))
+                 for node, spelling in spellings.items()]
+        for p in procs:
+            p.start()
+        got = [results.get(timeout=600) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        for kind, value in got:
+            self.assertEqual(kind, 'ok', value)
+        return list(zip(*[value for _, value in got]))
+
+    def test_simultaneous_case_variants_on_two_nodes(self):
+        d = self.fresh_dir()
+        rounds = self.race(d, {'a': 'Report%d.docx',
+                               'b': 'REPORT%d.DOCX'}, ROUNDS)
+        names = sorted(e['name'] for e in self.conn('a').list(d))
+        for r, statuses in enumerate(rounds):
+            self.assertEqual(
+                sorted(s & 0xffffffff for s in statuses),
+                sorted([NT_STATUS_OK,
+                        ntstatus.NT_STATUS_OBJECT_NAME_COLLISION &
+                        0xffffffff]), 'round %d: %r' % (r, statuses))
+        # exactly one file per round, whichever spelling won
+        self.assertEqual(len(names), ROUNDS, names)
+        self.assertEqual(len({n.lower() for n in names}), ROUNDS, names)
