@@ -71,6 +71,9 @@ def options(opt):
 		       help='test: run only tests whose name contains this')
 	opt.add_option('--unit-only', action='store_true', default=False,
 		       help='test: run the unit tests only')
+	opt.add_option('--cluster', action='store_true', default=False,
+		       help='test: run the cluster tests only (GlusterFS, '
+		       'CTDB); demo: serve the share through two nodes')
 
 
 def tool(name):
@@ -430,7 +433,22 @@ def run_integration(bld, tally, filt):
 		  'integration tests under valgrind')
 
 
+# the integration tests of a cluster (./waf test --cluster)
+CLUSTER_TESTS = 'test_cluster.'
+
+
+def run_cluster_tests(bld):
+	tally = Tally()
+	run_integration(bld, tally, CLUSTER_TESTS)
+	print('suites: %d passed, %d failed' % (tally.passed, tally.failed))
+	if tally.failed or tally.passed == 0:
+		raise Errors.WafError('cluster tests failed (or none ran)')
+
+
 def run_tests(bld):
+	if Options.options.cluster:
+		run_cluster_tests(bld)
+		return
 	filt = Options.options.filter
 	tally = Tally()
 	run_unit_tests(bld, tally, filt)
@@ -452,7 +470,10 @@ def run_tests(bld):
 
 def run_demo(bld):
 	script = os.path.join(bld.path.abspath(), 'tests/integration/demo.py')
-	rc = _run([PYTHON, script, '--build', bld.bldnode.abspath()])
+	cmd = [PYTHON, script, '--build', bld.bldnode.abspath()]
+	if Options.options.cluster:
+		cmd.append('--cluster')
+	rc = _run(cmd)
 	if rc:
 		raise Errors.WafError('demo exited with %d' % rc)
 

@@ -28,7 +28,7 @@
 /*
  * How long after a directory's last build a process that cannot trust a
  * watch on it scans rather than reads the directory again (see
- * DESIGN.md, "Busy directories without a watch").
+ * rule 3 of "Why it holds" in docs/DESIGN.md).
  */
 #define FASTCASE_DEFAULT_REBUILD_INTERVAL_MS 250
 #define FASTCASE_MAX_REBUILD_INTERVAL_MS 60000

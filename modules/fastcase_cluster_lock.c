@@ -69,13 +69,14 @@ static TDB_DATA dir_key(const struct file_id *id, uint8_t buf[KEY_LEN])
 int fastcase_cluster_lock_dir(struct fastcase_cluster_lock *lock,
 			      const struct file_id *id)
 {
+	struct timeval timeout = {
+		.tv_sec = FASTCASE_CLUSTER_LOCK_TIMEOUT_S,
+	};
 	uint8_t buf[KEY_LEN];
 	NTSTATUS status;
 
 	status = FASTCASE_G_LOCK_LOCK(lock->ctx, dir_key(id, buf),
-				      G_LOCK_WRITE,
-				      timeval_set(
-					FASTCASE_CLUSTER_LOCK_TIMEOUT_S, 0));
+				      G_LOCK_WRITE, timeout);
 	if (NT_STATUS_IS_OK(status)) {
 		return 0;
 	}

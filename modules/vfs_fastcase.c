@@ -239,8 +239,18 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
  */
 static bool fastcase_names_mapped_below(struct vfs_handle_struct *handle)
 {
-	static const char *const mapping[] = {
-		"catia", "fruit", "glusterfs", "ceph", "ceph_new", NULL,
+	static const struct {
+		const char *module, *why;
+	} below_modules[] = {
+		{ "catia", "maps names: list fastcase after it" },
+		{ "fruit", "maps names: list fastcase after it" },
+		{ "glusterfs", "has no kernel file descriptors (libgfapi): "
+		  "fastcase cannot read the share; vfs_glusterfs_fuse on a "
+		  "FUSE mount can" },
+		{ "ceph", "has no kernel file descriptors: fastcase cannot "
+		  "read the share; a kernel CephFS mount can" },
+		{ "ceph_new", "has no kernel file descriptors: fastcase cannot "
+		  "read the share; a kernel CephFS mount can" },
 	};
 	const char **objects = lp_vfs_objects(SNUM(handle->conn));
 	bool below = false;
@@ -251,17 +261,17 @@ static bool fastcase_names_mapped_below(struct vfs_handle_struct *handle)
 			below = true;
 			continue;
 		}
-		for (j = 0; below && mapping[j] != NULL; j++) {
-			if (strcmp(objects[i], mapping[j]) == 0) {
-				DBG_WARNING("share [%s]: vfs_%s is below "
-					    "fastcase in \"vfs objects\"; "
-					    "smbd answers every lookup; list "
-					    "fastcase after it\n",
-					    lp_const_servicename(
-						    SNUM(handle->conn)),
-					    objects[i]);
-				return true;
+		for (j = 0; below && j < ARRAY_SIZE(below_modules); j++) {
+			if (strcmp(objects[i], below_modules[j].module) != 0) {
+				continue;
 			}
+			DBG_WARNING("share [%s]: vfs_%s is below fastcase in "
+				    "\"vfs objects\" and %s; smbd answers "
+				    "every lookup itself and fastcase checks "
+				    "no create\n",
+				    lp_const_servicename(SNUM(handle->conn)),
+				    objects[i], below_modules[j].why);
+			return true;
 		}
 	}
 	return false;

@@ -78,8 +78,12 @@ def _read_pid(path):
 class Gluster:
     """One glusterd and one volume; mount() adds a FUSE mount of it."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, address=ADDRESS, own_address=True):
+        """address: glusterd's and the brick's (not a loopback one);
+        own_address: add it to the loopback device of the namespace."""
         self.tmp = tmp
+        self.address = address
+        self.own_address = own_address
         self.brick = os.path.join(tmp, 'brick')
         self.glusterd_pid = os.path.join(tmp, 'glusterd.pid')
         self.mounts = []        # (path, pid file)
@@ -108,7 +112,8 @@ class Gluster:
         options set before it starts."""
         os.makedirs(self.brick)
         self._bind_private_dirs()
-        add_address(ADDRESS)
+        if self.own_address:
+            add_address(self.address)
         subprocess.run([harness.tool('glusterd'), '-p', self.glusterd_pid],
                        check=True)
         harness.wait_until(
@@ -116,7 +121,7 @@ class Gluster:
                                  timeout=10).returncode == 0,
             30, 'glusterd to answer')
         self.gluster('volume', 'create', VOLUME,
-                     '%s:%s' % (ADDRESS, self.brick), 'force')
+                     '%s:%s' % (self.address, self.brick), 'force')
         for name, value in options:
             self.gluster('volume', 'set', VOLUME, name, value)
         self.gluster('volume', 'start', VOLUME)
@@ -127,7 +132,7 @@ class Gluster:
         os.makedirs(path, exist_ok=True)
         pid_file = path + '.pid'
         subprocess.run([harness.tool('glusterfs'),
-                        '--volfile-server=' + ADDRESS,
+                        '--volfile-server=' + self.address,
                         '--volfile-id=' + VOLUME,
                         '--pid-file=' + pid_file] + list(options) + [path],
                        check=True)
@@ -261,7 +266,10 @@ class Ctdb:
             os.kill(pid, signal.SIGKILL)
             harness.wait_until(lambda: not _pid_alive(pid), 10,
                                'ctdbd %d to die' % pid)
-        os.unlink(os.path.join(self.bases[node], 'run', 'ctdbd.pid'))
+        try:
+            os.unlink(os.path.join(self.bases[node], 'run', 'ctdbd.pid'))
+        except FileNotFoundError:
+            pass
 
     def stop(self):
         """Every node's ctdbd, by PID (its eventd and recoverd follow

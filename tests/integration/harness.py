@@ -687,6 +687,19 @@ class Smbd:
             self._stdout.close()
             self._stdout = None
 
+    def kill(self):
+        """SIGKILL of smbd and all its children at once, as when its
+        machine dies; start() serves again from the same state."""
+        if self.proc is None:
+            return
+        pid = self.proc.pid
+        _killpg(pid, signal.SIGKILL)
+        self.proc.wait()
+        _registry_update('pid', pid, False)
+        if self._stdout:
+            self._stdout.close()
+            self._stdout = None
+
     def cleanup(self, keep=False):
         if keep:
             sys.stderr.write('harness: kept %s\n' % self.tmp)

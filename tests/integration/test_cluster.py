@@ -16,11 +16,13 @@ NT_STATUS_OBJECT_NAME_COLLISION.
 """
 
 import functools
+import signal
 import multiprocessing
 import os
 import subprocess
 import sys
 import time
+import traceback
 import unittest
 
 from samba import NTSTATUSError
@@ -48,53 +50,44 @@ ATTRIBUTE_TIMEOUT = 1.0
 VISIBLE_WITHIN = 10.0
 
 
-class GlusterTwoNodes(unittest.TestCase):
-    """Changes through one node, wrong-case lookups on the other."""
+class TwoNodes(unittest.TestCase):
+    """A GlusterFS volume, mounted once per node, and an smbd per node
+    serving its mount (start_nodes()); stopped by PID at the end."""
 
     gluster = None
+    ctdb = None
     smbds = {}
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         harness.require_environment()
-        cls.tmp = harness.make_tmpdir('fastcase-GlusterTwoNodes-')
+        cls.tmp = harness.make_tmpdir('fastcase-%s-' % cls.__name__)
         cls.smbds = {}
         try:
-            cls.start_cluster()
+            cls.start_nodes()
         except BaseException:
             cls.tearDownClass()
             raise
 
     @classmethod
-    def start_cluster(cls):
-        cls.gluster = cluster.Gluster(cls.tmp)
-        cls.gluster.start()
-        for node, address in NODES.items():
-            cluster.add_address(address)
-            mnt = cls.gluster.mount(os.path.join(cls.tmp, 'mnt-' + node))
-            # every rebuild at once: these tests count the cache's own
-            # answers (put-off rebuilds are tested in test_reliability)
-            shares = {'fc': dict(FASTCASE, path=mnt, **{
-                'fastcase:rebuild interval': '0'})}
-            if node == 'b':
-                # the same mount with inotify trusted, in a cache file of
-                # its own: what the detection prevents
-                shares['trusting'] = dict(FASTCASE, path=mnt, **{
-                    'fastcase:trust inotify': 'yes',
-                    'fastcase:cache file': os.path.join(
-                        cls.tmp, 'trusting.tdb')})
-            smbd = harness.Smbd(
-                shares, address=address,
-                global_params=harness.EVERY_LOOKUP_REACHES_THE_MODULE,
-                prefix='fastcase-GlusterTwoNodes-%s-' % node)
-            cls.smbds[node] = smbd
-            smbd.start()
+    def start_smbd(cls, node, shares, global_params=None):
+        smbd = harness.Smbd(
+            shares, address=NODES[node],
+            global_params=dict(harness.EVERY_LOOKUP_REACHES_THE_MODULE,
+                               **(global_params or {})),
+            prefix='fastcase-%s-%s-' % (cls.__name__, node))
+        cls.smbds[node] = smbd
+        smbd.start()
+        return smbd
 
     @classmethod
     def tearDownClass(cls):
         for smbd in cls.smbds.values():
             smbd.stop()
+        if cls.ctdb is not None:
+            cls.ctdb.stop()
+            cls.ctdb = None
         if cls.gluster is not None:
             cls.gluster.stop()
             cls.gluster = None
@@ -129,6 +122,30 @@ class GlusterTwoNodes(unittest.TestCase):
                            '%s(%r) to give 0x%08x' % (fn.__name__, args,
                                                       want & 0xffffffff))
         return time.monotonic() - start
+
+
+class GlusterTwoNodes(TwoNodes):
+    """Changes through one node, wrong-case lookups on the other."""
+
+    @classmethod
+    def start_nodes(cls):
+        cls.gluster = cluster.Gluster(cls.tmp)
+        cls.gluster.start()
+        for node, address in NODES.items():
+            cluster.add_address(address)
+            mnt = cls.gluster.mount(os.path.join(cls.tmp, 'mnt-' + node))
+            # every rebuild at once: these tests count the cache's own
+            # answers (put-off rebuilds are tested in test_reliability)
+            shares = {'fc': dict(FASTCASE, path=mnt, **{
+                'fastcase:rebuild interval': '0'})}
+            if node == 'b':
+                # the same mount with inotify trusted, in a cache file of
+                # its own: what the detection prevents
+                shares['trusting'] = dict(FASTCASE, path=mnt, **{
+                    'fastcase:trust inotify': 'yes',
+                    'fastcase:cache file': os.path.join(
+                        cls.tmp, 'trusting.tdb')})
+            cls.start_smbd(node, shares)
 
     def cache_dir_on_b(self, d):
         """Build node B's records of d and return B's connection."""
@@ -207,112 +224,137 @@ CLUSTERED_FASTCASE = dict(FASTCASE, **{
     'fileid:algorithm': 'fsname',
 })
 ROUNDS = 50
+STORM_SPELLINGS = {'a': 'Storm%d.txt', 'b': 'STORM%d.TXT'}
 
 
-def create_at_the_barrier(conn_fn, d, spelling, rounds, barrier, results):
+def make_at_the_barrier(conn_fn, make, d, spelling, rounds, barrier,
+                        results):
     """One node's client: in each round, wait for the other node's client,
-    then create this node's spelling of the round's new name; put the NT
-    status of each round (or an error) on results."""
+    then make (create_new or mkdir) this node's spelling of the round's
+    new name; put the NT status of each round (or an error) on results."""
     try:
         conn = conn_fn()
         statuses = []
         for r in range(rounds):
             barrier.wait(timeout=60)
-            statuses.append(GlusterTwoNodes.status_of(
-                create_new, conn, d + '\\' + spelling % r))
+            statuses.append(TwoNodes.status_of(
+                make, conn, d + '\\' + spelling % r))
         results.put(('ok', statuses))
-    except BaseException as e:
-        results.put(('error', repr(e)))
+    except BaseException:
+        results.put(('error', traceback.format_exc()))
 
 
-class CtdbTwoNodes(unittest.TestCase):
+def mkdir(conn, path):
+    conn.mkdir(path)
+
+
+# what a client of a node that dies meets, and what one of a surviving
+# node may meet while CTDB recovers (a create refused, never let through)
+DISCONNECTED = {s & 0xffffffff for s in (
+    ntstatus.NT_STATUS_CONNECTION_DISCONNECTED,
+    ntstatus.NT_STATUS_CONNECTION_RESET,
+    ntstatus.NT_STATUS_END_OF_FILE,
+    ntstatus.NT_STATUS_INVALID_NETWORK_RESPONSE,
+    ntstatus.NT_STATUS_PIPE_BROKEN,
+    ntstatus.NT_STATUS_IO_TIMEOUT)}
+CREATE_OUTCOMES = {NT_STATUS_OK,
+                   ntstatus.NT_STATUS_OBJECT_NAME_COLLISION & 0xffffffff,
+                   ntstatus.NT_STATUS_IO_TIMEOUT & 0xffffffff}
+
+
+def storm_worker(conn_fn, d, spelling, seconds, results):
+    """Create spelling % i for i = 0, 1, ... for seconds, or until the
+    connection dies; put ('ok', [(i, status, time)]) on results."""
+    done = []
+    try:
+        conn = conn_fn()
+        deadline = time.time() + seconds
+        i = 0
+        while time.time() < deadline:
+            status = TwoNodes.status_of(create_new, conn,
+                                        d + '\\' + spelling % i)
+            done.append((i, status & 0xffffffff, time.time()))
+            if status & 0xffffffff in DISCONNECTED - CREATE_OUTCOMES:
+                break
+            i += 1
+        results.put(('ok', done))
+    except BaseException:
+        results.put(('error', traceback.format_exc()))
+
+
+class CtdbTwoNodes(TwoNodes):
     """Two smbds with clustering = yes, each on its own ctdbd and its own
     FUSE mount of one GlusterFS volume."""
 
-    smbds = {}
-    gluster = None
-    ctdb = None
-
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        harness.require_environment()
-        cls.tmp = harness.make_tmpdir('fastcase-CtdbTwoNodes-')
-        cls.smbds = {}
-        try:
-            cls.start_cluster()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def start_cluster(cls):
+    def start_nodes(cls):
         cls.gluster = cluster.Gluster(cls.tmp)
         cls.gluster.start(cluster.FRESH_METADATA)
         for address in NODES.values():
             cluster.add_address(address)
         cls.ctdb = cluster.Ctdb(cls.tmp, NODES.values())
         cls.ctdb.start()
-        for n, (node, address) in enumerate(NODES.items()):
-            mnt = cls.gluster.mount(os.path.join(cls.tmp, 'mnt-' + node))
-            smbd = harness.Smbd(
-                {'fc': dict(CLUSTERED_FASTCASE, path=mnt)},
-                address=address,
-                global_params=dict(
-                    harness.EVERY_LOOKUP_REACHES_THE_MODULE,
-                    **{'clustering': 'yes',
-                       'ctdbd socket': cls.ctdb.socket(n)}),
-                prefix='fastcase-CtdbTwoNodes-%s-' % node)
-            cls.smbds[node] = smbd
-            smbd.start()
+        cls.mounts = {}
+        for node in NODES:
+            cls.mounts[node] = cls.gluster.mount(
+                os.path.join(cls.tmp, 'mnt-' + node))
+            cls.start_node_smbd(node)
 
     @classmethod
-    def tearDownClass(cls):
-        for smbd in cls.smbds.values():
-            smbd.stop()
-        if cls.ctdb is not None:
-            cls.ctdb.stop()
-            cls.ctdb = None
-        if cls.gluster is not None:
-            cls.gluster.stop()
-            cls.gluster = None
-        for smbd in cls.smbds.values():
-            smbd.cleanup(keep=harness.keep_tmp())
-        cls.smbds = {}
-        harness.remove_tree(cls.tmp)
-        super().tearDownClass()
+    def start_node_smbd(cls, node):
+        n = list(NODES).index(node)
+        mnt = cls.mounts[node]
+        shares = {
+            'fc': dict(CLUSTERED_FASTCASE, path=mnt),
+            # what GlusterFS administrators stack today, under fastcase
+            'gfuse': dict(CLUSTERED_FASTCASE, path=mnt, **{
+                'vfs objects': 'fastcase glusterfs_fuse fileid'}),
+            'gfapi': dict(FASTCASE, path='/', **{
+                'vfs objects': 'fastcase glusterfs',
+                'glusterfs:volume': cluster.VOLUME,
+                'glusterfs:volfile_server': cls.gluster.address,
+                'glusterfs:logfile': os.path.join(cls.tmp,
+                                                  'gfapi-%s.log' % node),
+                'kernel share modes': 'no'}),
+        }
+        return cls.start_smbd(
+            node, shares,
+            {'clustering': 'yes', 'ctdbd socket': cls.ctdb.socket(n)})
 
-    def conn(self, node):
-        return self.smbds[node].conn('fc')
-
-    def fresh_dir(self):
-        name = self.id().rsplit('.', 1)[-1]
-        self.conn('a').mkdir(name)
-        return name
-
-    def race(self, d, spellings, rounds):
-        """Both nodes' clients create their spelling of each round's name
-        at the same instant; the statuses per round, node by node."""
+    def run_workers(self, target, per_node, during=None):
+        """One client process per node, target(conn_fn, *per_node[node]);
+        during() runs meanwhile. Their results, node by node."""
         ctx = multiprocessing.get_context('fork')
-        barrier = ctx.Barrier(len(spellings))
-        results = ctx.Queue()
-        procs = [ctx.Process(target=create_at_the_barrier,
-                             args=(functools.partial(self.smbds[node].conn, 'fc'), d,
-                                   spelling, rounds, barrier, results))
-                 for node, spelling in spellings.items()]
-        for p in procs:
+        results = {node: ctx.Queue() for node in per_node}
+        procs = {node: ctx.Process(
+                    target=target,
+                    args=(functools.partial(self.smbds[node].conn, 'fc'),) +
+                    tuple(args) + (results[node],))
+                 for node, args in per_node.items()}
+        for p in procs.values():
             p.start()
-        got = [results.get(timeout=600) for _ in procs]
-        for p in procs:
+        if during is not None:
+            during()
+        got = {node: q.get(timeout=600) for node, q in results.items()}
+        for p in procs.values():
             p.join(timeout=60)
-        for kind, value in got:
+        for kind, value in got.values():
             self.assertEqual(kind, 'ok', value)
-        return list(zip(*[value for _, value in got]))
+        return {node: value for node, (_, value) in got.items()}
 
-    def test_simultaneous_case_variants_on_two_nodes(self):
-        d = self.fresh_dir()
-        rounds = self.race(d, {'a': 'Report%d.docx',
-                               'b': 'REPORT%d.DOCX'}, ROUNDS)
+    def race(self, make, d, spellings, rounds):
+        """Both nodes' clients make their spelling of each round's name
+        at the same instant; the statuses of each round."""
+        barrier = multiprocessing.get_context('fork').Barrier(
+            len(spellings))
+        got = self.run_workers(make_at_the_barrier, {
+            node: (make, d, spelling, rounds, barrier)
+            for node, spelling in spellings.items()})
+        return list(zip(*[got[node] for node in spellings]))
+
+    def assertOneEachRound(self, make, d):
+        rounds = self.race(make, d, {'a': 'Report%d.docx',
+                                     'b': 'REPORT%d.DOCX'}, ROUNDS)
         names = sorted(e['name'] for e in self.conn('a').list(d))
         for r, statuses in enumerate(rounds):
             self.assertEqual(
@@ -320,6 +362,108 @@ class CtdbTwoNodes(unittest.TestCase):
                 sorted([NT_STATUS_OK,
                         ntstatus.NT_STATUS_OBJECT_NAME_COLLISION &
                         0xffffffff]), 'round %d: %r' % (r, statuses))
-        # exactly one file per round, whichever spelling won
+        # exactly one per round, whichever spelling won
         self.assertEqual(len(names), ROUNDS, names)
         self.assertEqual(len({n.lower() for n in names}), ROUNDS, names)
+
+    def test_simultaneous_case_variants_on_two_nodes(self):
+        self.assertOneEachRound(create_new, self.fresh_dir())
+
+    def test_simultaneous_directory_variants_on_two_nodes(self):
+        self.assertOneEachRound(mkdir, self.fresh_dir())
+
+    def storm(self, d, seconds, during):
+        """Both nodes create case variants of the same names for
+        seconds; during() runs meanwhile. Each node's (i, status, time)."""
+        return self.run_workers(storm_worker, {
+            node: (d, STORM_SPELLINGS[node], seconds)
+            for node in NODES}, during)
+
+    def assertNothingLostOrDoubled(self, d, done):
+        """Names on disk fold-unique, and every create that succeeded on
+        disk under its own spelling."""
+        names = {e['name'] for e in self.conn('a').list(d)}
+        self.assertEqual(len({n.lower() for n in names}), len(names),
+                         sorted(names))
+        for node, results in done.items():
+            for i, status, _ in results:
+                if status == NT_STATUS_OK:
+                    self.assertIn(STORM_SPELLINGS[node] % i, names)
+        return names
+
+    def test_node_killed_in_a_create_storm(self):
+        d = self.fresh_dir()
+        killed = {}
+
+        def kill_b():
+            time.sleep(2)
+            killed['at'] = time.time()
+            self.smbds['b'].kill()
+            self.ctdb.kill_node(1)
+
+        try:
+            done = self.storm(d, 8, kill_b)
+            for node, results in done.items():
+                for i, status, _ in results:
+                    allowed = CREATE_OUTCOMES if node == 'a' else \
+                        CREATE_OUTCOMES | DISCONNECTED
+                    self.assertIn(status, allowed, (node, i, hex(status)))
+            # the survivor went on creating once CTDB let B go
+            self.assertTrue(any(status == NT_STATUS_OK and t > killed['at']
+                                for _, status, t in done['a']), done['a'])
+            names = self.assertNothingLostOrDoubled(d, done)
+        finally:
+            self.restart_b()
+        # the restarted node finds every name, by wrong case
+        b = self.conn('b')
+        for name in sorted(names):
+            self.assertEqual(b.loadfile(d + '\\' + name.swapcase()), b'')
+        self.assertEqual(self.status_of(create_new, b, d + '\\' +
+                                        sorted(names)[-1].upper()),
+                         ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
+
+    def restart_b(self):
+        if not self.smbds['b'].running():
+            self.ctdb.start_node(1)
+            self.ctdb.wait_healthy()
+            self.smbds['b'].start()
+
+    def test_recovery_in_a_create_storm(self):
+        d = self.fresh_dir()
+
+        def recover():
+            time.sleep(1.5)
+            self.ctdb.ctdb(0, 'recover')
+
+        done = self.storm(d, 5, recover)
+        for node, results in done.items():
+            for i, status, _ in results:
+                self.assertIn(status, CREATE_OUTCOMES,
+                              (node, i, hex(status)))
+        self.assertNothingLostOrDoubled(d, done)
+
+    def test_stacked_above_glusterfs_fuse(self):
+        # vfs_glusterfs_fuse answers smbd's scan by asking the bricks;
+        # fastcase above it answers from its cache and checks creates
+        d = self.fresh_dir()
+        a, b = self.conn('a', 'gfuse'), self.conn('b', 'gfuse')
+        a.savefile(d + '\\Plan.txt', b'plan')
+        self.wait_for_status(NT_STATUS_OK, b.loadfile, d + '\\PLAN.TXT')
+        self.assertEqual(self.status_of(create_new, b, d + '\\plan.TXT'),
+                         ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
+        del a, b
+        # fastcase answered what its cache could; what it put off went
+        # to glusterfs_fuse, never to smbd's own scan
+        c = self.smbds['b'].counters('gfuse')
+        self.assertGreaterEqual(c['hits'], 1, dict(c))
+        self.assertEqual(c['fallbacks'], 0, dict(c))
+
+    def test_above_libgfapi_says_why_not(self):
+        # vfs_glusterfs has no kernel fds: smbd answers, and says so
+        mark = self.smbds['a'].log_mark()
+        d = self.fresh_dir()
+        self.conn('a').savefile(d + '\\Notes.txt', b'n')
+        g = self.conn('a', 'gfapi')
+        self.assertEqual(g.loadfile(d + '\\NOTES.TXT'), b'n')
+        self.assertIn('vfs_glusterfs is below fastcase',
+                      self.smbds['a'].log_text(since=mark))

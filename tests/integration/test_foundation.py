@@ -169,46 +169,66 @@ class DemoCommand(unittest.TestCase):
                 return lines
         self.fail('no banner from the demo:\n' + ''.join(lines))
 
-    def test_printed_command_works_and_ctrl_c_cleans_up(self):
+    def run_demo(self, *extra, timeout=60):
+        """Start demo.py as from a shell (it makes its own mount
+        namespace), run the first smbclient command it prints for each
+        smbd (or node), then Ctrl-C it: everything it started must be
+        gone."""
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               'demo.py')
-        # as from a shell: the demo makes its own mount namespace
         env = {k: v for k, v in os.environ.items()
                if k != harness.NS_MARKER}
         proc = subprocess.Popen(
             [harness.PYTHON, script, '--build', os.environ['FASTCASE_BUILD'],
-             '--port', str(self.free_port())],
+             '--port', str(self.free_port())] + list(extra),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env=env, stdin=subprocess.DEVNULL)
         try:
-            lines = self.read_banner(proc, time.monotonic() + 60)
+            lines = self.read_banner(proc, time.monotonic() + timeout)
             banner = ''.join(lines)
-            pid = int(re.search(r'smbd \(pid (\d+)\)', banner).group(1))
-            share = re.search(r'share: +(\S+)', banner).group(1)
+            pids = [int(p) for p in re.findall(r'pid (\d+)', banner)]
+            shares = re.findall(r'share:? +(/\S+)', banner)
             commands = [ln.strip() for ln in lines
                         if ln.strip().startswith('smbclient ')]
-            self.assertTrue(commands, banner)
-            self.assertTrue(os.path.isdir(share))
-
-            r = subprocess.run([harness.tool('sh'), '-c', commands[0]],
-                               capture_output=True, text=True, timeout=60,
-                               stdin=subprocess.DEVNULL)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertIn('Report.docx', r.stdout)
-            self.assertIn('Quarterly report', r.stdout)
+            self.assertTrue(pids and shares and commands, banner)
+            for share in shares:
+                self.assertTrue(os.path.isdir(share), share)
+            for cmd in commands[::2]:
+                r = subprocess.run([harness.tool('sh'), '-c', cmd],
+                                   capture_output=True, text=True,
+                                   timeout=60, stdin=subprocess.DEVNULL)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn('Report.docx', r.stdout)
+                self.assertIn('Quarterly report', r.stdout)
 
             proc.send_signal(signal.SIGINT)
-            out, _ = proc.communicate(timeout=60)
+            out, _ = proc.communicate(timeout=120)
             self.assertEqual(proc.returncode, 0, out)
             self.assertIn('demo: stopping', out)
-            self.assertFalse(os.path.exists('/proc/%d' % pid),
-                             'the demo left its smbd (pid %d) running' % pid)
-            self.assertFalse(os.path.exists(share),
-                             'the demo left %s behind' % share)
+            for pid in pids:
+                self.assertFalse(os.path.exists('/proc/%d' % pid),
+                                 'the demo left pid %d running' % pid)
+            for share in shares:
+                self.assertFalse(os.path.exists(share),
+                                 'the demo left %s behind' % share)
+            return banner
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+    def test_printed_command_works_and_ctrl_c_cleans_up(self):
+        banner = self.run_demo()
+        self.assertEqual(len(re.findall(r'^  smbclient ', banner, re.M)),
+                         2, banner)
+
+    def test_cluster_demo_reaches_both_nodes(self):
+        # one command per node reads the share through that node
+        banner = self.run_demo('--cluster', timeout=180)
+        self.assertIn('node a:', banner)
+        self.assertIn('node b:', banner)
+        self.assertEqual(len(re.findall(r'^  smbclient ', banner, re.M)),
+                         4, banner)
 
 
 if __name__ == '__main__':
