@@ -562,6 +562,9 @@ def run_bench(bld):
 	way. FASTCASE_BENCH_ARGS adds options of bench.py (--sizes, ...)."""
 	top_dir = bld.path.abspath()
 	out_dir = bld.bldnode.abspath()
+	if Options.options.cluster:
+		run_cluster_bench(top_dir, out_dir)
+		return
 	cmd = [PYTHON, os.path.join(top_dir, 'tests/bench/bench.py'),
 	       '--build', out_dir]
 	command = './waf bench'
@@ -578,6 +581,24 @@ def run_bench(bld):
 	cmd += extra + ['--command', command]
 	if _run(cmd):
 		raise Errors.WafError('bench run failed')
+	if not Options.options.quick:
+		update_version_sections(top_dir)
+
+
+def run_cluster_bench(top_dir, out_dir):
+	"""Four configurations on a two-node CTDB cluster over GlusterFS
+	(tests/bench/bench_cluster.py): docs/cluster/, and the section
+	"Cluster" of docs/PERFORMANCE.md; --quick: build/bench/cluster/."""
+	cmd = [PYTHON, os.path.join(top_dir, 'tests/bench/bench_cluster.py'),
+	       '--build', out_dir]
+	command = './waf bench --cluster'
+	if Options.options.quick:
+		cmd += ['--out', os.path.join(out_dir, 'bench', 'cluster'),
+			'--sizes', '10000', '--iterations', '20',
+			'--budget', '2']
+		command += ' --quick'
+	if _run(cmd + ['--command', command]):
+		raise Errors.WafError('cluster bench run failed')
 	if not Options.options.quick:
 		update_version_sections(top_dir)
 

@@ -262,7 +262,8 @@ def expect_missing(conn, path):
 class Cell:
     """One (size, operation): the names each configuration uses."""
 
-    def __init__(self, size, op, tree, tag):
+    def __init__(self, size, op, tree, tag, configs=None):
+        self.configs = configs or CONFIGS
         self.size = size
         self.files = FILES[size]
         self.op = op
@@ -297,7 +298,8 @@ class Cell:
                                                             len(found)))
         elif op == 'rename':
             # a distinct source per configuration: they take turns
-            src = file_name(index(k * 3 + CONFIGS.index(config),
+            src = file_name(index(k * len(self.configs) +
+                                  self.configs.index(config),
                                   self.files, self.offset))
             dst = 'Renamed_%s_%s_%07d.txt' % (config, self.tag, k)
             conn.rename(d + '\\' + src, d + '\\' + dst)
@@ -328,7 +330,11 @@ class Cell:
         settle(conn, d, 'restore_%s' % self.tag)
 
 
-def turns(iterations):
+# configurations that read the whole directory: run apart (see turns())
+SCANNING = ('stock', 'glusterfs_fuse')
+
+
+def turns(iterations, configs=None):
     """(iteration, configurations in the order they run it): sensitive
     and fastcase alternate, each first in every other iteration, so that
     drift in the machine's speed hits both alike; stock runs its
@@ -339,23 +345,27 @@ def turns(iterations):
     in one. (A miss of sensitive at 1,000,000 entries: 160 us of smbd CPU
     in the rotation, docs/PERFORMANCE.md of 2026-12-03, commit 36b8575;
     50 us in the run of 2026-12-04 with stock apart.)"""
-    pair = [c for c in CONFIGS if c != 'stock']
+    configs = configs or CONFIGS
+    pair = [c for c in configs if c not in SCANNING]
     for k in range(iterations):
         yield k, pair if k % 2 == 0 else pair[::-1]
-    for k in range(iterations):
-        yield k, ['stock']
+    for c in configs:
+        if c in SCANNING:
+            for k in range(iterations):
+                yield k, [c]
 
 
 def measure_cell(smbd, cell, iterations, budget):
-    clients = {c: Client(smbd, c) for c in CONFIGS}
-    for c in CONFIGS:
+    configs = cell.configs
+    clients = {c: Client(smbd, c) for c in configs}
+    for c in configs:
         cell.warm_up(clients[c], c)
-    times = {c: [] for c in CONFIGS}
-    errors = {c: [] for c in CONFIGS}
-    spent = {c: 0.0 for c in CONFIGS}
-    over = {c: False for c in CONFIGS}
-    cpu0 = {c: clients[c].cpu_ns() for c in CONFIGS}
-    for k, order in turns(iterations):
+    times = {c: [] for c in configs}
+    errors = {c: [] for c in configs}
+    spent = {c: 0.0 for c in configs}
+    over = {c: False for c in configs}
+    cpu0 = {c: clients[c].cpu_ns() for c in configs}
+    for k, order in turns(iterations, configs):
         active = [c for c in order if not over[c]]
         for c in active:
             t0 = time.perf_counter()
@@ -373,7 +383,7 @@ def measure_cell(smbd, cell, iterations, budget):
             if spent[c] > budget and k + 1 < iterations:
                 over[c] = True
     out = {}
-    for c in CONFIGS:
+    for c in configs:
         cpu1 = clients[c].cpu_ns()
         n = len(times[c])
         nerr = sum(1 for e in errors[c] if e is None)
@@ -391,7 +401,7 @@ def measure_cell(smbd, cell, iterations, budget):
             'cpu_ns_per_op': cpu,
         }
     cell.restore(clients['fastcase'])
-    for c in CONFIGS:
+    for c in configs:
         clients[c].close()
     return out
 

@@ -20,6 +20,8 @@ import sys
 
 BEGIN = '<!-- samba-versions: written by tests/bench/version_sections.py -->'
 END = '<!-- /samba-versions -->'
+CLUSTER_BEGIN = '<!-- cluster: written by tests/bench/version_sections.py -->'
+CLUSTER_END = '<!-- /cluster -->'
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -81,16 +83,30 @@ def conformance_entry(vdir):
         ['- %s' % c for c in counts])
 
 
-def replace_section(path, heading, intro, entries):
+def cluster_entry(docs):
+    """The cluster report (./waf bench --cluster), without its title."""
+    path = os.path.join(docs, 'cluster', 'PERFORMANCE.md')
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        text = f.read().split('\n', 1)[1].strip()
+    rel = os.path.relpath(path, docs)
+    # its own sections become subsections here
+    text = re.sub(r'^## ', '### ', text, flags=re.M)
+    return ['Full report: [%s](%s).\n\n%s' % (rel, rel, text)]
+
+
+def replace_section(path, heading, intro, entries, markers=(BEGIN, END)):
+    begin, end = markers
     with open(path) as f:
         text = f.read()
-    body = [BEGIN, '## %s' % heading, '', intro, '']
+    body = [begin, '## %s' % heading, '', intro, '']
     body += [e + '\n' for e in entries] if entries else ['(none yet)\n']
-    body.append(END)
+    body.append(end)
     block = '\n'.join(body)
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip('\n') + '\n\n' + block + '\n'
     with open(path, 'w') as f:
@@ -108,6 +124,12 @@ def main(argv):
             '(`./waf bench --samba V`), each its own run on this machine. '
             'Everything above is the machine\'s own smbd.',
             [e for e in map(performance_entry, dirs) if e])
+        replace_section(
+            perf, 'Cluster',
+            'The operations above on a two-node CTDB cluster over '
+            'GlusterFS (`./waf bench --cluster`), with smbd\'s '
+            'vfs_glusterfs_fuse beside stock and fastcase.',
+            cluster_entry(docs), (CLUSTER_BEGIN, CLUSTER_END))
     conf = os.path.join(docs, 'CONFORMANCE.md')
     if os.path.exists(conf):
         replace_section(

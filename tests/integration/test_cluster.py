@@ -309,14 +309,16 @@ class CtdbTwoNodes(TwoNodes):
             # what GlusterFS administrators stack today, under fastcase
             'gfuse': dict(CLUSTERED_FASTCASE, path=mnt, **{
                 'vfs objects': 'fastcase glusterfs_fuse fileid'}),
-            'gfapi': dict(FASTCASE, path='/', **{
-                'vfs objects': 'fastcase glusterfs',
+        }
+        for name, objects in (('gfapi', 'fastcase glusterfs'),
+                              ('gfapi_plain', 'glusterfs')):
+            shares[name] = dict(FASTCASE, path='/', **{
+                'vfs objects': objects,
                 'glusterfs:volume': cluster.VOLUME,
                 'glusterfs:volfile_server': cls.gluster.address,
-                'glusterfs:logfile': os.path.join(cls.tmp,
-                                                  'gfapi-%s.log' % node),
-                'kernel share modes': 'no'}),
-        }
+                'glusterfs:logfile': os.path.join(
+                    cls.tmp, '%s-%s.log' % (name, node)),
+                'kernel share modes': 'no'})
         return cls.start_smbd(
             node, shares,
             {'clustering': 'yes', 'ctdbd socket': cls.ctdb.socket(n)})
@@ -459,11 +461,17 @@ class CtdbTwoNodes(TwoNodes):
         self.assertEqual(c['fallbacks'], 0, dict(c))
 
     def test_above_libgfapi_says_why_not(self):
-        # vfs_glusterfs has no kernel fds: smbd answers, and says so
+        # vfs_glusterfs has no kernel fds: fastcase says so at connect and
+        # leaves every question to smbd, which answers as without it
         mark = self.smbds['a'].log_mark()
         d = self.fresh_dir()
         self.conn('a').savefile(d + '\\Notes.txt', b'n')
-        g = self.conn('a', 'gfapi')
-        self.assertEqual(g.loadfile(d + '\\NOTES.TXT'), b'n')
+        answers = {}
+        for share in ('gfapi', 'gfapi_plain'):
+            g = self.conn('a', share)
+            answers[share] = [self.status_of(g.loadfile, d + '\\' + name)
+                              for name in ('NOTES.TXT', 'Notes.txt',
+                                           'Missing.txt')]
+        self.assertEqual(answers['gfapi'], answers['gfapi_plain'])
         self.assertIn('vfs_glusterfs is below fastcase',
                       self.smbds['a'].log_text(since=mark))
