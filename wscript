@@ -597,7 +597,10 @@ def run_cluster_bench(top_dir, out_dir):
 			'--sizes', '10000', '--iterations', '20',
 			'--budget', '2']
 		command += ' --quick'
-	if _run(cmd + ['--command', command]):
+	extra = os.environ.get('FASTCASE_BENCH_ARGS', '').split()
+	if extra:
+		command = 'FASTCASE_BENCH_ARGS="%s" %s' % (' '.join(extra), command)
+	if _run(cmd + extra + ['--command', command]):
 		raise Errors.WafError('cluster bench run failed')
 	if not Options.options.quick:
 		update_version_sections(top_dir)

@@ -7,6 +7,8 @@ configurations side by side on the same directories, in one run:
   stock           case sensitive = no                     (smbd's own scan)
   glusterfs_fuse  stock with vfs_glusterfs_fuse           (the bricks scan)
   fastcase        fastcase (with vfs_fileid), as the cluster tests run it
+  fastcase_gfuse  fastcase above vfs_glusterfs_fuse: what it cannot answer
+                  goes to the bricks instead of smbd's scan
 
 A private GlusterFS volume (one local brick, performance.stat-prefetch off
 as docs/DESIGN.md requires for cross-node creates) is mounted through FUSE
@@ -43,7 +45,8 @@ import bench  # noqa: E402
 import cluster  # noqa: E402
 import harness  # noqa: E402
 
-CONFIGS = ['sensitive', 'stock', 'glusterfs_fuse', 'fastcase']
+CONFIGS = ['sensitive', 'stock', 'glusterfs_fuse', 'fastcase',
+           'fastcase_gfuse']
 NODES = {'a': '10.99.0.2', 'b': '10.99.0.3'}
 VISIBILITY_SAMPLES = 20
 
@@ -58,6 +61,9 @@ def shares(mnt):
                                         'vfs objects': 'glusterfs_fuse'}),
         'fastcase': dict(base, **fileid, **{
             'case sensitive': 'no', 'vfs objects': 'fastcase fileid'}),
+        'fastcase_gfuse': dict(base, **fileid, **{
+            'case sensitive': 'no',
+            'vfs objects': 'fastcase glusterfs_fuse fileid'}),
     }
 
 
@@ -225,7 +231,8 @@ def write_report(res, out, raw):
         'Method): `sensitive` is `case sensitive = yes`, `stock` smbd\'s '
         'own scan, `glusterfs_fuse` stock with vfs_glusterfs_fuse (its '
         'get_real_filename asks the bricks), `fastcase` `vfs objects = '
-        'fastcase fileid`. Ratios are against `sensitive`; %d iterations, '
+        'fastcase fileid`, `fastcase_gfuse` `vfs objects = fastcase '
+        'glusterfs_fuse fileid`. Ratios are against `sensitive`; %d iterations, '
         'a budget of %.0f s per configuration and cell.' % (
             res['smbd'], res['machine'].get('cpu', '?'),
             res['machine'].get('cores', 0), res['params']['iterations'],
