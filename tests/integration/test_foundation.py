@@ -4,6 +4,7 @@ through it, and a bad fastcase: parameter refuses the share.
 """
 
 import os
+import random
 import re
 import signal
 import socket
@@ -153,10 +154,23 @@ class DemoCommand(unittest.TestCase):
     def setUp(self):
         harness.require_environment()
 
-    def free_port(self):
-        with socket.socket() as s:
-            s.bind(('127.0.0.1', 0))
-            return s.getsockname()[1]
+    def free_port(self, count=1):
+        """A port P with P .. P+count-1 free on 127.0.0.1, below the
+        ephemeral range (where a client's connection could take P+1)."""
+        for port in random.Random().sample(range(20000, 30000), 200):
+            socks = []
+            try:
+                for p in range(port, port + count):
+                    s = socket.socket()
+                    socks.append(s)
+                    s.bind(('127.0.0.1', p))
+                return port
+            except OSError:
+                continue
+            finally:
+                for s in socks:
+                    s.close()
+        self.fail('no %d free ports in a row on 127.0.0.1' % count)
 
     def read_banner(self, proc, deadline):
         lines = []
@@ -169,7 +183,7 @@ class DemoCommand(unittest.TestCase):
                 return lines
         self.fail('no banner from the demo:\n' + ''.join(lines))
 
-    def run_demo(self, *extra, timeout=60):
+    def run_demo(self, *extra, timeout=60, ports=1):
         """Start demo.py as from a shell (it makes its own mount
         namespace), run the first smbclient command it prints for each
         smbd (or node), then Ctrl-C it: everything it started must be
@@ -180,7 +194,7 @@ class DemoCommand(unittest.TestCase):
                if k != harness.NS_MARKER}
         proc = subprocess.Popen(
             [harness.PYTHON, script, '--build', os.environ['FASTCASE_BUILD'],
-             '--port', str(self.free_port())] + list(extra),
+             '--port', str(self.free_port(ports))] + list(extra),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env=env, stdin=subprocess.DEVNULL)
         try:
@@ -224,7 +238,7 @@ class DemoCommand(unittest.TestCase):
 
     def test_cluster_demo_reaches_both_nodes(self):
         # one command per node reads the share through that node
-        banner = self.run_demo('--cluster', timeout=180)
+        banner = self.run_demo('--cluster', timeout=180, ports=2)
         self.assertIn('node a:', banner)
         self.assertIn('node b:', banner)
         self.assertEqual(len(re.findall(r'^  smbclient ', banner, re.M)),
