@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <talloc.h>
 #include "fastcase_fold.h"
+#include "fastcase_watch.h"
 
 enum fastcase_result {
 	FASTCASE_FOUND,		/* *found is the on-disk name */
@@ -43,7 +44,8 @@ struct fastcase_stats {
 	uint64_t watch_failures;
 	uint64_t fallbacks;	/* answered by a scan instead of the cache */
 	/* creates and renames let through without the case-variant check
-	 * (no usable cache file, an unreadable directory) */
+	 * under a directory lock (no usable cache file: checked by a scan
+	 * only; an unreadable directory: not at all) */
 	uint64_t unchecked;
 	/* creates and renames checked by a scan under the lock (a directory
 	 * too big for the cache, records that could not be built) */
@@ -52,12 +54,17 @@ struct fastcase_stats {
 	/* a rebuild put off, the question scanned instead: the directory
 	 * changed again right after its last build, and no watch here */
 	uint64_t deferred_builds;
+	/* hits answered from records this process could not show to be
+	 * current (no watch, an untrusted stamp), each name found there
+	 * confirmed by an fstatat() */
+	uint64_t confirmed_hits;
 };
 
 #define FASTCASE_STATS_FIELDS \
 	X(lookups) X(hits) X(misses) X(unknown) X(builds) X(events) \
 	X(overflows) X(collisions) X(too_big) X(watch_failures) X(fallbacks) \
-	X(unchecked) X(scanned_checks) X(lock_timeouts) X(deferred_builds)
+	X(unchecked) X(scanned_checks) X(lock_timeouts) X(deferred_builds) \
+	X(confirmed_hits)
 
 struct fastcase_engine_options {
 	struct fastcase_fold_rules rules;
@@ -93,11 +100,56 @@ struct fastcase_engine_options {
 	 */
 	bool exact_create_checks;
 	/*
-	 * Tests only: called before every wait for a directory's lock, so
-	 * that a test can make a change land while a process waits for one.
+	 * Make the inotify instance at the first lookup, create or change
+	 * rather than now: it counts against the limits of whoever is the
+	 * effective user then (smbd makes engines as root, and serves
+	 * requests as the connected user), and watch_started is told its
+	 * fd to poll.
 	 */
-	void (*before_lock)(void *private_data);
-	void *before_lock_data;
+	bool watch_on_first_use;
+	void (*watch_started)(void *private_data, int fd);
+	void *watch_started_data;
+	/* Tests only (NULL in smbd): see struct fastcase_engine_probes. */
+	const struct fastcase_engine_probes *probes;
+};
+
+/*
+ * The steps of the sync protocol at which another process, or a local
+ * writer, can change what this one is about to read. A test that stops
+ * an engine at each (tests/unit/test_interleave.c) can run several
+ * engines, each in its own process, through every order of their steps.
+ */
+enum fastcase_step {
+	FASTCASE_STEP_DRAIN,	/* about to read the inotify queue */
+	FASTCASE_STEP_STAT,	/* about to read the directory's times */
+	FASTCASE_STEP_LOCK,	/* about to take a directory's lock */
+	FASTCASE_STEP_BUILD,	/* about to read the directory, locked */
+	FASTCASE_STEP_RESTAMP,	/* read the times to restamp, locked */
+	FASTCASE_STEP_READ,	/* about to read the records */
+};
+
+/*
+ * Tests only: what the engine otherwise takes from its surroundings (the
+ * clock, waits for locks, inotify's events), so that a test can control
+ * it, and a call at every step. Every member may be NULL.
+ */
+struct fastcase_engine_probes {
+	/* the clock stamps are judged by (NULL: CLOCK_REALTIME) */
+	int64_t (*now_ns)(void *private_data);
+	void (*step)(void *private_data, enum fastcase_step step);
+	/*
+	 * A directory's lock is busy and this process holds none: instead
+	 * of the bounded wait, ask whether to try again (true) or give up
+	 * as if the wait had expired (false). A test runs the holder
+	 * meanwhile.
+	 */
+	bool (*lock_busy)(void *private_data);
+	/*
+	 * Each inotify event before it is applied: may change its kind
+	 * (to an overflow, say) or drop it (return false).
+	 */
+	bool (*event)(void *private_data, enum fastcase_watch_kind *kind);
+	void *private_data;
 };
 
 struct fastcase_engine;
@@ -111,7 +163,8 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 			   const struct fastcase_engine_options *opts,
 			   struct fastcase_engine **pe);
 
-/* The inotify fd to poll in the event loop, or -1. */
+/* The inotify fd to poll in the event loop, or -1 (none, or not yet:
+ * see watch_on_first_use). */
 int fastcase_engine_watch_fd(const struct fastcase_engine *e);
 
 /* Apply queued inotify events; cheap when there are none. */
@@ -138,12 +191,17 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
  * no other name folds equal; EEXIST with the on-disk name in *existing
  * when one does; ETIMEDOUT (or another errno) when the lock could not be
  * had: the create must then be refused, as the check would race. Without
- * a usable cache file or a readable directory begin returns 0 unchecked,
- * counts it and logs it.
+ * a usable cache file there is no lock: begin checks by a scan (EEXIST for
+ * a variant), else returns 0 not locked; without a readable directory it
+ * returns 0 unchecked. Either is counted and logged.
  */
 struct fastcase_create {
 	struct fastcase_dir_state *st;
 	bool locked;
+	/* the directory's times before the create, to see that it moved
+	 * them (a file system that does not is handed back to smbd) */
+	bool times_known;
+	int64_t mtime_ns, ctime_ns;
 };
 
 int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,

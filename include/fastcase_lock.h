@@ -52,6 +52,10 @@
 int fastcase_cache_dir_lock(struct fastcase_cache *cache,
 			    const struct fastcase_scope *scope,
 			    const struct fastcase_dir_id *id);
+/* The same without waiting: EWOULDBLOCK when it is busy. */
+int fastcase_cache_dir_trylock(struct fastcase_cache *cache,
+			       const struct fastcase_scope *scope,
+			       const struct fastcase_dir_id *id);
 void fastcase_cache_dir_unlock(struct fastcase_cache *cache,
 			       const struct fastcase_scope *scope,
 			       const struct fastcase_dir_id *id);

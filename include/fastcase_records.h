@@ -65,6 +65,10 @@ TDB_DATA fastcase_records_dir_key(uint8_t *buf,
 				  const struct fastcase_dir_id *id);
 uint32_t fastcase_records_bucket_of(uint64_t gen, const char *key,
 				    size_t key_len);
+/* The same in two steps: the hash does not depend on the generation, so
+ * a build hashes each name's key once, before it knows the count. */
+uint32_t fastcase_records_key_hash(const char *key, size_t key_len);
+uint32_t fastcase_records_bucket_of_hash(uint64_t gen, uint32_t key_hash);
 TDB_DATA fastcase_records_bucket_key(uint8_t *buf,
 				     const struct fastcase_scope *scope,
 				     const struct fastcase_dir_id *id,

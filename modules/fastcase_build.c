@@ -73,7 +73,7 @@ uint64_t fastcase_new_generation(size_t names)
 }
 
 struct build_name {
-	uint32_t bucket;
+	uint32_t hash;		/* of the folded key */
 	uint16_t len;		/* with the NUL */
 	size_t offset;		/* in build_state.names */
 };
@@ -85,7 +85,8 @@ struct build_state {
 	size_t count;
 };
 
-static int build_add(struct build_state *b, const char *name)
+static int build_add(struct build_state *b, const char *name,
+		     uint32_t hash)
 {
 	size_t len = strlen(name) + 1;
 
@@ -110,7 +111,7 @@ static int build_add(struct build_state *b, const char *name)
 	}
 	memcpy(b->names + b->names_len, name, len);
 	b->list[b->count++] = (struct build_name) {
-		.offset = b->names_len, .len = len,
+		.offset = b->names_len, .len = len, .hash = hash,
 	};
 	b->names_len += len;
 	return 0;
@@ -140,7 +141,8 @@ static int read_names(const struct fastcase_scope *scope, int dirfd,
 			ret = ENAMETOOLONG;
 			break;
 		}
-		ret = build_add(b, name);
+		ret = build_add(b, name,
+				fastcase_records_key_hash(key, key_len));
 		/* the bytes it will take, had every name a record of its
 		 * own share of the buckets */
 		if (ret == 0 &&
@@ -156,14 +158,16 @@ static int read_names(const struct fastcase_scope *scope, int dirfd,
 
 /* A counting sort by bucket: order[] lists b's names bucket by bucket,
  * start[k] becomes the end of bucket k's names in it. */
-static int sort_by_bucket(const struct build_state *b, uint32_t nbuckets,
+static int sort_by_bucket(const struct build_state *b, uint64_t gen,
 			  uint32_t *start, uint32_t *order)
 {
+	uint32_t nbuckets = 1U << (gen & FASTCASE_GEN_BUCKET_BITS);
 	uint32_t bucket;
 	size_t i;
 
 	for (i = 0; i < b->count; i++) {
-		start[b->list[i].bucket + 1]++;
+		start[fastcase_records_bucket_of_hash(
+			gen, b->list[i].hash) + 1]++;
 	}
 	for (bucket = 0; bucket < nbuckets; bucket++) {
 		if (start[bucket + 1] > FASTCASE_BUCKET_NAMES_MAX) {
@@ -174,7 +178,9 @@ static int sort_by_bucket(const struct build_state *b, uint32_t nbuckets,
 	}
 	for (i = 0; i < b->count; i++) {
 		/* start[] moves up by one bucket as names are placed */
-		order[start[b->list[i].bucket]++] = i;
+		bucket = fastcase_records_bucket_of_hash(gen,
+							 b->list[i].hash);
+		order[start[bucket]++] = i;
 	}
 	return 0;
 }
@@ -217,26 +223,14 @@ static int store_buckets(struct fastcase_cache *cache,
 static int build_store(struct fastcase_cache *cache,
 		       const struct fastcase_scope *scope,
 		       const struct fastcase_dir_id *id, uint64_t gen,
-		       struct build_state *b, size_t *stored)
+		       const struct build_state *b, size_t *stored)
 {
 	uint32_t nbuckets = 1U << (gen & FASTCASE_GEN_BUCKET_BITS);
-	char key[FASTCASE_KEY_MAX];
 	uint32_t *start = NULL;
 	uint32_t *order = NULL;
 	char *val = NULL;
-	size_t i, key_len;
 	int ret;
 
-	for (i = 0; i < b->count; i++) {
-		ret = fastcase_scope_disk_key(scope,
-					      b->names + b->list[i].offset,
-					      key, &key_len);
-		if (ret != 0) {
-			return ret;
-		}
-		b->list[i].bucket = fastcase_records_bucket_of(gen, key,
-							       key_len);
-	}
 	start = talloc_zero_array(NULL, uint32_t, nbuckets + 1);
 	order = talloc_array(start, uint32_t, MAX(b->count, 1));
 	val = talloc_size(start, FASTCASE_BUCKET_NAMES_MAX * (NAME_MAX + 1));
@@ -244,7 +238,7 @@ static int build_store(struct fastcase_cache *cache,
 		TALLOC_FREE(start);
 		return ENOMEM;
 	}
-	ret = sort_by_bucket(b, nbuckets, start, order);
+	ret = sort_by_bucket(b, gen, start, order);
 	if (ret == 0) {
 		ret = store_buckets(cache, scope, id, gen, b, start, order,
 				    val, stored);

@@ -43,6 +43,7 @@
 #include "fastcase_engine.h"
 #include "fastcase_lock.h"
 #include "fastcase_records.h"
+#include "fastcase_timeless.h"
 #include "fastcase_usage.h"
 #include "fastcase_watch.h"
 
@@ -50,6 +51,13 @@
 #define DBGC_CLASS DBGC_VFS
 
 #define RACY_MARGIN_NS (100 * 1000 * 1000LL)
+/*
+ * A create that leaves a directory's times as they were proves a file
+ * system without usable directory times only if those times are older
+ * than any timestamp granularity (FAT's is 2 s): a change within one tick
+ * of the last may leave them equal anywhere.
+ */
+#define TIMELESS_MIN_AGE_NS (3 * 1000 * 1000 * 1000LL)
 #define STATE_BUCKETS 1024
 #define UNWATCHED_STATE_LIMIT 1024
 
@@ -84,9 +92,12 @@ struct fastcase_engine {
 	bool build_failure_logged;
 	bool unchecked_logged;
 	bool lock_timeout_logged;
+	bool timeless_logged;
 	uint64_t change_count;	/* see fastcase_engine_change_count() */
-	void (*before_lock)(void *private_data);
-	void *before_lock_data;
+	const struct fastcase_engine_probes *probes;	/* tests only */
+	bool watch_wanted;	/* an instance is still to be made */
+	void (*watch_started)(void *private_data, int fd);
+	void *watch_started_data;
 	bool defer_ambiguous;
 	bool exact_create_checks;
 	struct fastcase_stats stats;
@@ -111,12 +122,27 @@ static const char *dir_path(int fd, char *buf, size_t bufsize)
 	return buf;
 }
 
-static int64_t now_ns(void)
+static int64_t clock_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t now_ns(const struct fastcase_engine *e)
+{
+	if (e->probes != NULL && e->probes->now_ns != NULL) {
+		return e->probes->now_ns(e->probes->private_data);
+	}
+	return clock_now_ns();
+}
+
+static void step(const struct fastcase_engine *e, enum fastcase_step at)
+{
+	if (e->probes != NULL && e->probes->step != NULL) {
+		e->probes->step(e->probes->private_data, at);
+	}
 }
 
 static int64_t ts_ns(const struct timespec *ts)
@@ -311,6 +337,20 @@ static bool stamp_racy(const struct fastcase_dir_record *rec)
 	       rec->mtime_ns + RACY_MARGIN_NS > rec->stamp_time_ns;
 }
 
+/*
+ * Whether a process that is not in sync may trust the records: their
+ * stamp equals the directory's times, was not read within the racy
+ * window, and the file system moves a directory's times at all.
+ */
+static bool stamp_trusted(struct fastcase_engine *e,
+			  const struct fastcase_dir_state *st,
+			  const struct fastcase_dir_record *rec,
+			  const struct stat *cur)
+{
+	return stamp_matches(rec, cur) && !stamp_racy(rec) &&
+		!fastcase_cache_is_timeless(e->cache, st->id.dev);
+}
+
 static bool rebuilt_lately(const struct fastcase_engine *e,
 			   const struct fastcase_dir_record *rec, int64_t now)
 {
@@ -324,6 +364,29 @@ static bool record_usable(const struct fastcase_dir_record *rec)
 			      FASTCASE_DIR_TOO_BIG)) != 0;
 }
 
+/* A test's probes retry a busy lock in their own time. */
+static int take_dir_lock(struct fastcase_engine *e,
+			 struct fastcase_dir_state *st)
+{
+	const struct fastcase_engine_probes *p = e->probes;
+	int ret;
+
+	if (p == NULL || p->lock_busy == NULL) {
+		return fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
+	}
+	for (;;) {
+		ret = fastcase_cache_dir_trylock(e->cache, &e->scope,
+						 &st->id);
+		if (ret != EWOULDBLOCK ||
+		    fastcase_cache_holds_locks(e->cache)) {
+			return ret;
+		}
+		if (!p->lock_busy(p->private_data)) {
+			return ETIMEDOUT;
+		}
+	}
+}
+
 /*
  * The directory's lock (the rules: fastcase_lock.h). A wait that expired
  * is counted and logged once: every caller then falls back.
@@ -332,10 +395,8 @@ static int lock_dir(struct fastcase_engine *e, struct fastcase_dir_state *st)
 {
 	int ret;
 
-	if (e->before_lock != NULL) {
-		e->before_lock(e->before_lock_data);
-	}
-	ret = fastcase_cache_dir_lock(e->cache, &e->scope, &st->id);
+	step(e, FASTCASE_STEP_LOCK);
+	ret = take_dir_lock(e, st);
 
 	if (ret == ETIMEDOUT) {
 		char path[PATH_MAX];
@@ -453,8 +514,13 @@ static void apply_event(void *private_data, int wd,
 			enum fastcase_watch_kind kind, const char *name)
 {
 	struct fastcase_engine *e = private_data;
+	const struct fastcase_engine_probes *p = e->probes;
 	struct fastcase_dir_state *st;
 
+	if (p != NULL && p->event != NULL &&
+	    !p->event(p->private_data, &kind)) {
+		return;
+	}
 	e->stats.events++;
 	e->change_count++;
 	switch (kind) {
@@ -484,6 +550,7 @@ static void apply_event(void *private_data, int wd,
 /* Apply every queued event; an unreadable queue counts as lost events. */
 static void apply_queue(struct fastcase_engine *e)
 {
+	step(e, FASTCASE_STEP_DRAIN);
 	if (fastcase_watch_drain(e->watch, apply_event, e) != 0) {
 		apply_event(e, -1, FASTCASE_WATCH_OVERFLOW, NULL);
 	}
@@ -502,12 +569,13 @@ static void refresh_stamp(struct fastcase_engine *e,
 			  struct fastcase_dir_state *st)
 {
 	struct fastcase_dir_record rec;
-	int64_t stamp_time = now_ns();
+	int64_t stamp_time = now_ns(e);
 	struct stat cur;
 
 	if (!st->in_sync || fstat(st->fd, &cur) != 0) {
 		return;
 	}
+	step(e, FASTCASE_STEP_RESTAMP);
 	apply_queue(e);
 	if (!st->in_sync ||
 	    !fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) ||
@@ -520,11 +588,38 @@ static void refresh_stamp(struct fastcase_engine *e,
 	fastcase_cache_dir_put(e->cache, &e->scope, &st->id, &rec);
 }
 
+/*
+ * The inotify instance, made once. It counts against the limits of the
+ * effective user of the moment (fs.inotify.max_user_instances).
+ */
+static void start_watch(struct fastcase_engine *e)
+{
+	int ret;
+
+	if (!e->watch_wanted) {
+		return;
+	}
+	e->watch_wanted = false;
+	ret = fastcase_watch_create(e, &e->watch);
+	if (ret != 0) {
+		DBG_WARNING("share [%s]: no inotify instance (%s); "
+			    "validating directories by their timestamps "
+			    "instead\n", e->log_name, strerror(ret));
+		e->watch = NULL;
+		return;
+	}
+	if (e->watch_started != NULL) {
+		e->watch_started(e->watch_started_data,
+				 fastcase_watch_fd(e->watch));
+	}
+}
+
 /* Apply queued events, then restamp the directories they touched. */
 static void drain(struct fastcase_engine *e)
 {
 	struct fastcase_dir_state *st;
 
+	start_watch(e);
 	if (e->watch == NULL || e->cache == NULL) {
 		return;
 	}
@@ -559,10 +654,11 @@ static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 	if (fstat(st->fd, &cur) != 0) {
 		return errno;
 	}
-	stamp_time = now_ns();
+	stamp_time = now_ns(e);
+	step(e, FASTCASE_STEP_BUILD);
 	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
 	    record_usable(rec)) {
-		if (stamp_matches(rec, &cur) && !stamp_racy(rec)) {
+		if (stamp_trusted(e, st, rec, &cur)) {
 			/* built by another process while we waited */
 			return 0;
 		}
@@ -647,16 +743,18 @@ static int build_locked(struct fastcase_engine *e,
 }
 
 /*
- * Make st's view of the records trustworthy, building them when needed.
- * On success rec is the directory's record.
+ * Whether st's records may be trusted as they stand: 0 with rec the
+ * directory's record; ESTALE when they must be built first (*seen_gen:
+ * the generation of usable records seen after adding our watch, and rec
+ * those records; 0 when there were none); or an errno.
  */
-static int ensure_sync(struct fastcase_engine *e,
-		       struct fastcase_dir_state *st,
-		       struct fastcase_dir_record *rec)
+static int check_sync(struct fastcase_engine *e,
+		      struct fastcase_dir_state *st,
+		      struct fastcase_dir_record *rec, uint64_t *seen_gen)
 {
 	struct stat cur;
-	uint64_t seen_gen;
 
+	*seen_gen = 0;
 	if (st->in_sync &&
 	    fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
 	    record_usable(rec)) {
@@ -670,20 +768,48 @@ static int ensure_sync(struct fastcase_engine *e,
 	/* the watch first: a change after the stat below is then in our
 	 * queue, one before it moved the times the stat reads */
 	add_watch(e, st);
+	step(e, FASTCASE_STEP_STAT);
 	if (fstat(st->fd, &cur) != 0) {
 		return errno;
 	}
-	seen_gen = 0;
 	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
 	    record_usable(rec)) {
-		if (stamp_matches(rec, &cur) && !stamp_racy(rec)) {
+		if (stamp_trusted(e, st, rec, &cur)) {
 			st->gen = rec->gen;
 			st->in_sync = (st->wd >= 0);
 			return 0;
 		}
-		seen_gen = rec->gen;
+		*seen_gen = rec->gen;
+	}
+	return ESTALE;
+}
+
+/* Build st's records after check_sync() said they must be. */
+static int rebuild(struct fastcase_engine *e, struct fastcase_dir_state *st,
+		   uint64_t seen_gen, struct fastcase_dir_record *rec)
+{
+	if (st->wd < 0 && fastcase_cache_is_timeless(e->cache, st->id.dev)) {
+		/* nothing would tell this process of the next change */
+		return EBUSY;
 	}
 	return build_locked(e, st, seen_gen, rec);
+}
+
+/*
+ * Make st's view of the records trustworthy, building them when needed.
+ * On success rec is the directory's record.
+ */
+static int ensure_sync(struct fastcase_engine *e,
+		       struct fastcase_dir_state *st,
+		       struct fastcase_dir_record *rec)
+{
+	uint64_t seen_gen;
+	int ret = check_sync(e, st, rec, &seen_gen);
+
+	if (ret == ESTALE) {
+		ret = rebuild(e, st, seen_gen, rec);
+	}
+	return ret;
 }
 
 struct choose_state {
@@ -806,7 +932,7 @@ static void age_stamp(struct fastcase_engine *e,
 	if (!st->in_sync || !stamp_racy(rec)) {
 		return;
 	}
-	now = now_ns();
+	now = now_ns(e);
 	if (rec->ctime_ns + RACY_MARGIN_NS > now ||
 	    rec->mtime_ns + RACY_MARGIN_NS > now) {
 		return;
@@ -877,6 +1003,43 @@ static void forget_malformed(struct fastcase_engine *e,
 }
 
 /*
+ * A process that cannot show the records to be current (no watch on the
+ * directory, and a stamp it cannot trust: the names change all the time,
+ * or they change through other machines) still answers a hit from them
+ * when the name they give exists now: that is the directory as it stands
+ * at the fstatat(), within the lookup. Any name that folds equal is an
+ * answer stock smbd's scan could give. A miss cannot be shown this way
+ * and goes on to a build or to smbd's scan; so does a name the records
+ * no longer match.
+ */
+static bool confirmed_hit(struct fastcase_engine *e,
+			  struct fastcase_dir_state *st,
+			  const struct fastcase_dir_record *rec,
+			  const char *name, const char *key, size_t key_len,
+			  TALLOC_CTX *mem_ctx, char **found)
+{
+	bool ambiguous = false;
+	struct stat sb;
+
+	if (st->wd >= 0 || !(rec->flags & FASTCASE_DIR_COMPLETE)) {
+		/* a watching process builds once and is then in sync */
+		return false;
+	}
+	step(e, FASTCASE_STEP_READ);
+	if (find_in_records(e, st, rec->gen, name, key, key_len, mem_ctx,
+			    found, &ambiguous) != 0 || *found == NULL) {
+		return false;
+	}
+	if ((ambiguous && e->defer_ambiguous) ||
+	    fstatat(st->fd, *found, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+		TALLOC_FREE(*found);
+		return false;
+	}
+	e->stats.confirmed_hits++;
+	return true;
+}
+
+/*
  * One read of the records: FASTCASE_UNKNOWN to read again (EAGAIN in
  * *retry) or give up.
  */
@@ -888,14 +1051,23 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 {
 	struct fastcase_dir_record rec, again;
 	bool ambiguous = false;
+	uint64_t seen_gen;
 	int ret;
 
 	*retry = 0;
-	ret = ensure_sync(e, st, &rec);
+	ret = check_sync(e, st, &rec, &seen_gen);
+	if (ret == ESTALE && seen_gen != 0 &&
+	    confirmed_hit(e, st, &rec, name, key, key_len, mem_ctx, found)) {
+		return FASTCASE_FOUND;
+	}
+	if (ret == ESTALE) {
+		ret = rebuild(e, st, seen_gen, &rec);
+	}
 	if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
 		return FASTCASE_UNKNOWN;
 	}
 	age_stamp(e, st, &rec);
+	step(e, FASTCASE_STEP_READ);
 	ret = find_in_records(e, st, rec.gen, name, key, key_len, mem_ctx,
 			      found, &ambiguous);
 	if (ret == EINVAL) {
@@ -1016,8 +1188,9 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 }
 
 /*
- * A create or rename that goes ahead without the check for case variants.
- * It is never silent: counted, and logged (loudly the first time).
+ * A create or rename that goes ahead without the full check for case
+ * variants (one under the directory's lock). It is never silent: counted,
+ * and logged (loudly the first time).
  */
 static void note_unchecked(struct fastcase_engine *e, int dirfd,
 			   const char *name, const char *why, int err)
@@ -1027,9 +1200,11 @@ static void note_unchecked(struct fastcase_engine *e, int dirfd,
 
 	e->stats.unchecked++;
 	DBG_PREFIX(level, ("share [%s]: \"%s\" in %s is created without the "
-			   "check for case variants: %s (%s); two clients "
-			   "may create names that differ only in case, as "
-			   "with stock smbd\n", e->log_name, name,
+			   "full check for case variants: %s (%s); unless "
+			   "smbd is clustered (its cluster lock serialises "
+			   "them), two clients may create names that differ "
+			   "only in case at the same instant, as with stock "
+			   "smbd\n", e->log_name, name,
 			   dir_path(dirfd, path, sizeof(path)), why,
 			   err != 0 ? strerror(err) : "-"));
 	e->unchecked_logged = true;
@@ -1091,6 +1266,90 @@ static int find_variant_locked(struct fastcase_engine *e,
 	return scan_disk_name(e, st->fd, name, mem_ctx, found);
 }
 
+static void note_times_before(struct fastcase_dir_state *st,
+			      struct fastcase_create *op)
+{
+	struct stat cur;
+
+	op->times_known = fstat(st->fd, &cur) == 0;
+	if (op->times_known) {
+		op->mtime_ns = ts_ns(&cur.st_mtim);
+		op->ctime_ns = ts_ns(&cur.st_ctim);
+	}
+}
+
+/*
+ * After a create through us: a directory whose times did not move, though
+ * they were old enough that any change must move them, is on a file
+ * system without usable directory times. Mark its device for every
+ * process (stamps are not trusted there again) and say so once.
+ */
+static void check_times_moved(struct fastcase_engine *e,
+			      struct fastcase_dir_state *st,
+			      const struct fastcase_create *op)
+{
+	int64_t now = clock_now_ns();
+	char path[PATH_MAX];
+	struct stat cur;
+
+	if (!op->times_known || fstat(st->fd, &cur) != 0 ||
+	    ts_ns(&cur.st_mtim) != op->mtime_ns ||
+	    ts_ns(&cur.st_ctim) != op->ctime_ns ||
+	    now - MAX(op->mtime_ns, op->ctime_ns) < TIMELESS_MIN_AGE_NS ||
+	    fastcase_cache_is_timeless(e->cache, st->id.dev)) {
+		return;
+	}
+	fastcase_cache_mark_timeless(e->cache, st->id.dev);
+	if (!e->timeless_logged) {
+		DBG_ERR("share [%s]: a create in %s left the directory's "
+			"modification and change times as they were: this "
+			"file system gives no usable directory times; where "
+			"inotify cannot tell of changes, smbd's scan answers "
+			"every lookup in it (logged once)\n", e->log_name,
+			dir_path(st->fd, path, sizeof(path)));
+		e->timeless_logged = true;
+	}
+}
+
+/* Whether the on-disk name found refuses a create of name. */
+static bool refuses(const char *found, const char *name, const char *allowed)
+{
+	/* the exact name exists: the kernel says EEXIST itself */
+	return found != NULL && strcmp(found, name) != 0 &&
+		(allowed == NULL || strcmp(found, allowed) != 0);
+}
+
+/*
+ * No usable cache file, and so no directory lock: check by a scan. A
+ * cluster-wide lock held by the caller (clustered smbd) still makes it
+ * exact; otherwise a create of a case variant through another process at
+ * the same instant is not excluded, which is counted and logged.
+ */
+static int check_without_cache(struct fastcase_engine *e, int dirfd,
+			       const char *name, const char *allowed,
+			       TALLOC_CTX *mem_ctx, char **existing)
+{
+	char *found = NULL;
+	int ret;
+
+	ret = scan_disk_name(e, dirfd, name, mem_ctx, &found);
+	if (ret != 0) {
+		note_unchecked(e, dirfd, name, "no usable cache file, and the "
+			       "directory cannot be read", ret);
+		return 0;
+	}
+	e->stats.scanned_checks++;
+	if (refuses(found, name, allowed)) {
+		e->stats.collisions++;
+		*existing = found;
+		return EEXIST;
+	}
+	TALLOC_FREE(found);
+	note_unchecked(e, dirfd, name, "no usable cache file, so no "
+		       "directory lock; a scan found no variant", 0);
+	return 0;
+}
+
 /*
  * Lock dirfd's records and refuse name when another name that folds equal
  * exists, other than allowed (a rename's source in the same directory, so
@@ -1108,8 +1367,8 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 
 	*op = (struct fastcase_create) { .st = NULL };
 	if (e->cache == NULL) {
-		note_unchecked(e, dirfd, name, "no usable cache file", 0);
-		return 0;
+		return check_without_cache(e, dirfd, name, allowed, mem_ctx,
+					   existing);
 	}
 	drain(e);
 	st = dir_state(e, dirfd);
@@ -1134,10 +1393,9 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 			       ret);
 		return 0;
 	}
-	if (found == NULL || strcmp(found, name) == 0 ||
-	    (allowed != NULL && strcmp(found, allowed) == 0)) {
-		/* the exact name exists: the kernel says EEXIST itself */
+	if (!refuses(found, name, allowed)) {
 		TALLOC_FREE(found);
+		note_times_before(st, op);
 		return 0;
 	}
 	e->stats.collisions++;
@@ -1181,6 +1439,7 @@ void fastcase_engine_create_end(struct fastcase_engine *e,
 		return;
 	}
 	if (created) {
+		check_times_moved(e, st, op);
 		revalidate_name(e, st, name);
 		drain(e);
 	}
@@ -1317,9 +1576,8 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 	}
 	e->defer_ambiguous = opts->defer_ambiguous;
 	e->exact_create_checks = opts->exact_create_checks;
-	e->before_lock = opts->before_lock;
 	e->rebuild_interval_ns = opts->rebuild_interval_ns;
-	e->before_lock_data = opts->before_lock_data;
+	e->probes = opts->probes;
 	e->state_limit = opts->watch_limit != 0 ? opts->watch_limit :
 		UNWATCHED_STATE_LIMIT;
 	talloc_set_destructor(e, engine_destructor);
@@ -1332,15 +1590,11 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 			e->log_name, opts->cache_path, strerror(ret));
 		e->cache = NULL;
 	}
-	if (e->cache != NULL && opts->watch_limit != 0) {
-		ret = fastcase_watch_create(e, &e->watch);
-		if (ret != 0) {
-			DBG_WARNING("share [%s]: no inotify instance (%s); "
-				    "validating directories by their "
-				    "timestamps instead\n",
-				    e->log_name, strerror(ret));
-			e->watch = NULL;
-		}
+	e->watch_wanted = (e->cache != NULL && opts->watch_limit != 0);
+	e->watch_started = opts->watch_started;
+	e->watch_started_data = opts->watch_started_data;
+	if (!opts->watch_on_first_use) {
+		start_watch(e);
 	}
 	*pe = e;
 	return 0;

@@ -130,8 +130,21 @@ static int windows_key(const char *name, char *key, size_t key_size,
 
 	while (*p != '\0') {
 		size_t size = 0;
-		codepoint_t c = next_codepoint(p, &size);
+		codepoint_t c;
 
+		/* next_codepoint() returns a byte below 0x80 as that code
+		 * point; done here without the call, since a build folds
+		 * every name of a directory */
+		if ((unsigned char)*p < 0x80 &&
+		    windows_class_rep[(unsigned char)*p] < 0x80) {
+			if (len + 4 > key_size) {
+				return ENAMETOOLONG;
+			}
+			key[len++] = (char)windows_class_rep[(unsigned char)*p];
+			p++;
+			continue;
+		}
+		c = next_codepoint(p, &size);
 		if (c == INVALID_CODEPOINT) {
 			/* strcasecmp_m() compares the rest with strcasecmp() */
 			if (len + 1 + strlen(p) > key_size) {

@@ -88,9 +88,9 @@ static bool is_opener(const struct fastcase_cache *cache)
 	return cache->file->lock_fd != -1 && cache->file->pid == getpid();
 }
 
-int fastcase_cache_dir_lock(struct fastcase_cache *cache,
-			    const struct fastcase_scope *scope,
-			    const struct fastcase_dir_id *id)
+static int dir_lock_within(struct fastcase_cache *cache,
+			   const struct fastcase_scope *scope,
+			   const struct fastcase_dir_id *id, unsigned wait_ms)
 {
 	struct cache_file *file = cache->file;
 	uint32_t slot = fastcase_records_lock_slot(scope, id);
@@ -110,7 +110,7 @@ int fastcase_cache_dir_lock(struct fastcase_cache *cache,
 		return EDEADLK;
 	}
 	ret = ofd_lock_within(file->lock_fd, slot, 1,
-			      file->num_held == 0 ? FASTCASE_LOCK_WAIT_MS : 0);
+			      file->num_held == 0 ? wait_ms : 0);
 	if (ret != 0) {
 		return ret;
 	}
@@ -118,6 +118,20 @@ int fastcase_cache_dir_lock(struct fastcase_cache *cache,
 	file->held[file->num_held].depth = 1;
 	file->num_held++;
 	return 0;
+}
+
+int fastcase_cache_dir_lock(struct fastcase_cache *cache,
+			    const struct fastcase_scope *scope,
+			    const struct fastcase_dir_id *id)
+{
+	return dir_lock_within(cache, scope, id, FASTCASE_LOCK_WAIT_MS);
+}
+
+int fastcase_cache_dir_trylock(struct fastcase_cache *cache,
+			       const struct fastcase_scope *scope,
+			       const struct fastcase_dir_id *id)
+{
+	return dir_lock_within(cache, scope, id, 0);
 }
 
 void fastcase_cache_dir_unlock(struct fastcase_cache *cache,

@@ -43,14 +43,26 @@ TDB_DATA fastcase_records_dir_key(uint8_t *buf,
 	return (TDB_DATA) { .dptr = buf, .dsize = len };
 }
 
-uint32_t fastcase_records_bucket_of(uint64_t gen, const char *key,
-				    size_t key_len)
+uint32_t fastcase_records_key_hash(const char *key, size_t key_len)
 {
 	TDB_DATA k = { .dptr = discard_const_p(uint8_t, key),
 		       .dsize = key_len };
+
+	return tdb_jenkins_hash(&k);
+}
+
+uint32_t fastcase_records_bucket_of_hash(uint64_t gen, uint32_t key_hash)
+{
 	unsigned bits = gen & FASTCASE_GEN_BUCKET_BITS;
 
-	return tdb_jenkins_hash(&k) & ((1U << bits) - 1);
+	return key_hash & ((1U << bits) - 1);
+}
+
+uint32_t fastcase_records_bucket_of(uint64_t gen, const char *key,
+				    size_t key_len)
+{
+	return fastcase_records_bucket_of_hash(
+		gen, fastcase_records_key_hash(key, key_len));
 }
 
 TDB_DATA fastcase_records_bucket_key(uint8_t *buf,

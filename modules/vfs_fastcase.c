@@ -144,6 +144,26 @@ static void fastcase_watch_handler(struct tevent_context *ev,
 }
 
 /*
+ * The engine made its inotify instance, at its first use in a request, as
+ * the connected user: instances count against that user's
+ * fs.inotify.max_user_instances, not root's (whose daemons need theirs).
+ * Events are applied while idle, so the queue never overflows.
+ */
+static void fastcase_watch_started(void *private_data, int fd)
+{
+	struct fastcase_share *share = talloc_get_type_abort(
+		private_data, struct fastcase_share);
+
+	share->watch_fde = tevent_add_fd(global_event_context(), share, fd,
+					 TEVENT_FD_READ,
+					 fastcase_watch_handler, share);
+	if (share->watch_fde == NULL) {
+		DBG_WARNING("cannot poll the inotify fd; events are "
+			    "applied at each lookup only\n");
+	}
+}
+
+/*
  * The engine's watch limit: 0 (validate by timestamps) where names may
  * change through other machines, which queue no inotify event here.
  */
@@ -185,9 +205,12 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 		.defer_ambiguous = !share->authoritative,
 		.rebuild_interval_ns =
 			share->cfg.rebuild_interval_ms * 1000000LL,
+		.watch_on_first_use = true,
+		.watch_started = fastcase_watch_started,
+		.watch_started_data = share,
 	};
 	char *path = NULL;
-	int ret, fd;
+	int ret;
 
 	/* no watch: names may change through other machines */
 	opts.exact_create_checks = (opts.watch_limit == 0);
@@ -201,7 +224,10 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 	}
 	opts.cache_path = path;
 
-	/* The cache file is shared by every user's smbd: open as root. */
+	/*
+	 * The cache file is shared by every user's smbd: open as root. The
+	 * inotify instance is made at the first request, as its user.
+	 */
 	become_root();
 	ret = fastcase_engine_create(share, &opts, &share->engine);
 	unbecome_root();
@@ -216,16 +242,6 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 		return false;
 	}
 
-	fd = fastcase_engine_watch_fd(share->engine);
-	if (fd != -1) {
-		share->watch_fde = tevent_add_fd(global_event_context(),
-						 share, fd, TEVENT_FD_READ,
-						 fastcase_watch_handler,
-						 share);
-		if (share->watch_fde == NULL) {
-			return false;
-		}
-	}
 	return true;
 }
 

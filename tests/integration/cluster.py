@@ -67,6 +67,37 @@ def _stop_pid(pid, timeout=10):
         os.kill(pid, signal.SIGKILL)
 
 
+def _process_tree(pid):
+    """pid and its live (not zombie) descendants."""
+    children = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        # after the name: state, ppid
+        if fields[0] != 'Z':
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo.extend(children.get(p, []))
+    return tree
+
+
+def _live(pid):
+    """Whether pid is a process that has not exited (not a zombie)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
 def _read_pid(path):
     try:
         with open(path) as f:
@@ -87,6 +118,7 @@ class Gluster:
         self.brick = os.path.join(tmp, 'brick')
         self.glusterd_pid = os.path.join(tmp, 'glusterd.pid')
         self.mounts = []        # (path, pid file)
+        self.detached = []      # clients of mounts unmounted lazily
         self.bound = []
 
     def gluster(self, *args, check=True, timeout=60):
@@ -141,6 +173,15 @@ class Gluster:
                            'the FUSE mount of %s at %s' % (VOLUME, path))
         return path
 
+    def forget_mount(self, path):
+        """The mount at path was unmounted lazily (its client lives on
+        while files stay open on it): stop that client by its PID with
+        the rest, and let path be mounted again."""
+        for entry in list(self.mounts):
+            if entry[0] == path:
+                self.detached.append(_read_pid(entry[1]))
+                self.mounts.remove(entry)
+
     def brick_pids(self):
         return [p for p in map(_read_pid, glob.glob(
             '/run/gluster/vols/%s/*.pid' % VOLUME)) if p]
@@ -154,6 +195,9 @@ class Gluster:
                 harness.unmount(path)
             _stop_pid(pid)
         self.mounts = []
+        for pid in self.detached:
+            _stop_pid(pid)
+        self.detached = []
         if _pid_alive_file(self.glusterd_pid):
             bricks = self.brick_pids()
             self.gluster('volume', 'stop', VOLUME, check=False)
@@ -254,18 +298,42 @@ class Ctdb:
     def wait_healthy(self, nodes=None, timeout=60):
         for node in nodes if nodes is not None else \
                 range(len(self.addresses)):
-            harness.wait_until(
-                lambda: self.healthy(node), timeout,
-                'ctdb node %d to be healthy:\n%s' % (node,
-                                                     self.log(node)[-2000:]))
+            try:
+                harness.wait_until(lambda: self.healthy(node), timeout,
+                                   'ctdb node %d to be healthy' % node)
+            except AssertionError as e:
+                raise AssertionError('%s\n%s' % (e, self.report(node)))
+
+    def report(self, node):
+        """What node says of the cluster, and the end of every node's
+        log: why it is not healthy."""
+        try:
+            r = self.ctdb(node, 'status', check=False, timeout=10)
+            parts = ['ctdb status on node %d:\n%s%s' % (node, r.stdout,
+                                                        r.stderr)]
+        except subprocess.TimeoutExpired:
+            parts = ['ctdb status on node %d: no answer' % node]
+        for n in range(len(self.addresses)):
+            parts.append('log of node %d (ctdbd pid %s):\n%s' % (
+                n, self.pid(n), self.log(n)[-3000:]))
+        return '\n'.join(parts)
 
     def kill_node(self, node):
-        """SIGKILL of the node's ctdbd, as when its machine dies."""
+        """SIGKILL of the node's ctdbd and of its helpers (recoverd,
+        eventd, lock helpers), as when its machine dies. All are
+        gone before this returns: a helper that outlived it would hold
+        the node's sockets against the next ctdbd."""
         pid = self.pid(node)
         if pid is not None and _pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
-            harness.wait_until(lambda: not _pid_alive(pid), 10,
-                               'ctdbd %d to die' % pid)
+            tree = _process_tree(pid)
+            for p in tree:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            harness.wait_until(
+                lambda: not any(_live(p) for p in tree), 10,
+                'ctdbd %d and its helpers %r to die' % (pid, tree[1:]))
         try:
             os.unlink(os.path.join(self.bases[node], 'run', 'ctdbd.pid'))
         except FileNotFoundError:

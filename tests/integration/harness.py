@@ -147,6 +147,36 @@ def _write_sysctl_record(path, record):
     os.replace(tmp, path)
 
 
+def create_and_delete_until(path, interval, stop):
+    """A local program changing a directory: create, then delete, a file
+    in path every interval seconds until stop (an Event) is set."""
+    k = 0
+    while not stop.is_set():
+        name = os.path.join(path, 'Local_%06d.tmp' % (k // 2))
+        if k % 2 == 0:
+            os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o644))
+        else:
+            os.unlink(name)
+        k += 1
+        time.sleep(interval)
+
+
+def has_inotify(pid):
+    """Whether the process holds an inotify instance."""
+    try:
+        fds = os.listdir('/proc/%d/fd' % pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            link = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+        except OSError:
+            continue
+        if link == 'anon_inode:inotify':
+            return True
+    return False
+
+
 def set_sysctl(name, value):
     """Write /proc/sys/<name> (fs/inotify/max_queued_events) after
     recording its value in the supervisor's record: run.py writes the
@@ -846,11 +876,30 @@ class Smbd:
         Raises samba.NTSTATUSError when the session or tree connect
         fails. Keyword arguments go to Conn (multi_threaded=True for
         oplock breaks, force_smb1=True)."""
+        from samba import NTSTATUSError, ntstatus
         from samba.samba3 import libsmb_samba_internal as libsmb
         if self.port != 445:
             raise SmbdError('the Python client only dials port 445')
-        return libsmb.Conn(self.address, share, self.loadparm(),
-                           self.credentials(user, password), **kw)
+        try:
+            return libsmb.Conn(self.address, share, self.loadparm(),
+                               self.credentials(user, password), **kw)
+        except NTSTATUSError as e:
+            if (e.args[0] & 0xffffffff) == \
+                    (ntstatus.NT_STATUS_CONNECTION_REFUSED & 0xffffffff):
+                self._explain_refusal()
+            raise
+
+    def _explain_refusal(self):
+        """Why nothing listened: for the log of the failed test."""
+        if self.running():
+            state = 'running as PID %d' % self.proc.pid
+        elif self.proc is None:
+            state = 'never started'
+        else:
+            state = 'exited with status %s' % self.proc.returncode
+        sys.stderr.write('harness: %s:%d refused the connection; smbd %s; '
+                         'its log ends:\n%s\n' % (self.address, self.port,
+                                                   state, self.log_tail()))
 
     def smbclient(self, share, commands, user=None, password=None,
                   extra=(), timeout=60):

@@ -94,15 +94,18 @@ class TwoNodes(unittest.TestCase):
         for smbd in cls.smbds.values():
             smbd.cleanup(keep=harness.keep_tmp())
         cls.smbds = {}
-        harness.remove_tree(cls.tmp)
+        if harness.keep_tmp():
+            sys.stderr.write('harness: kept %s\n' % cls.tmp)
+        else:
+            harness.remove_tree(cls.tmp)
         super().tearDownClass()
 
     def conn(self, node, share='fc'):
         return self.smbds[node].conn(share)
 
-    def fresh_dir(self):
+    def fresh_dir(self, suffix=''):
         """A new directory, made through node A (SMB path, no slashes)."""
-        name = self.id().rsplit('.', 1)[-1]
+        name = self.id().rsplit('.', 1)[-1] + suffix
         self.conn('a').mkdir(name)
         return name
 
@@ -443,6 +446,90 @@ class CtdbTwoNodes(TwoNodes):
                 self.assertIn(status, CREATE_OUTCOMES,
                               (node, i, hex(status)))
         self.assertNothingLostOrDoubled(d, done)
+
+    def assertBothNodesAgree(self, d, names):
+        """Each node finds every name by wrong case, lists the same
+        names, and refuses a case variant of each: nothing lost,
+        doubled or hidden."""
+        listed = {}
+        for node in NODES:
+            c = self.conn(node)
+            for name in names:
+                self.assertEqual(
+                    self.status_of(c.loadfile, d + '\\' + name.swapcase()),
+                    NT_STATUS_OK, (node, name))
+                self.assertEqual(
+                    self.status_of(create_new, c, d + '\\' + name.upper()),
+                    ntstatus.NT_STATUS_OBJECT_NAME_COLLISION, (node, name))
+            listed[node] = sorted(e['name'] for e in c.list(d))
+        self.assertEqual(listed['a'], listed['b'])
+        self.assertEqual(set(listed['a']), set(names))
+
+    def test_cache_files_deleted_and_corrupted_under_the_nodes(self):
+        d = self.fresh_dir()
+        a, b = self.conn('a'), self.conn('b')
+        names = ['Alpha%d.txt' % i for i in range(20)]
+        for name in names:
+            a.savefile(d + '\\' + name, b'')
+        for name in names:
+            self.wait_for_status(NT_STATUS_OK, b.loadfile,
+                                 d + '\\' + name.upper())
+        # A's cache and lock files go while its processes use them; B's
+        # records are overwritten with garbage (not TDB's header)
+        cache_a = self.smbds['a'].cache_file
+        for path in (cache_a, cache_a + '.lock'):
+            os.unlink(path)
+        cache_b = self.smbds['b'].cache_file
+        size = os.path.getsize(cache_b)
+        with open(cache_b, 'r+b') as f:
+            f.seek(size // 2)
+            f.write(os.urandom(size - size // 2))
+        del a, b
+        # the cluster lock still pairs every create across nodes
+        self.assertOneEachRound(create_new, self.fresh_dir('-race'))
+        self.assertBothNodesAgree(d, names)
+        for node in NODES:
+            self.assertTrue(self.smbds[node].running(), node)
+
+    def test_file_system_unmounted_under_a_node(self):
+        d = self.fresh_dir()
+        a, b = self.conn('a'), self.conn('b')
+        names = ['Before%d.txt' % i for i in range(5)]
+        for name in names:
+            a.savefile(d + '\\' + name, b'')
+        self.wait_for_status(NT_STATUS_OK, b.loadfile,
+                             d + '\\' + names[-1].upper())
+        del b
+        mnt_b = self.mounts['b']
+        try:
+            subprocess.run([harness.tool('umount'), '-l', mnt_b],
+                           check=True)
+            # B's new connections see the empty mount point: none of the
+            # volume's names may be answered there from B's records
+            b = self.conn('b')
+            self.assertNotEqual(self.status_of(b.loadfile, d + '\\' +
+                                               names[0].upper()),
+                                NT_STATUS_OK)
+            del b
+            # the surviving node answers and checks creates
+            later = ['During%d.txt' % i for i in range(5)]
+            for name in later:
+                a.savefile(d + '\\' + name, b'')
+                self.assertEqual(a.loadfile(d + '\\' + name.lower()), b'')
+            self.assertEqual(self.status_of(create_new, a,
+                                            d + '\\' + names[0].upper()),
+                             ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
+            names += later
+        finally:
+            self.remount_b()
+        self.assertBothNodesAgree(d, names)
+
+    @classmethod
+    def remount_b(cls):
+        mnt_b = cls.mounts['b']
+        if not os.path.ismount(mnt_b):
+            cls.gluster.forget_mount(mnt_b)
+            cls.gluster.mount(mnt_b)
 
     def test_stacked_above_glusterfs_fuse(self):
         # vfs_glusterfs_fuse answers smbd's scan by asking the bricks;

@@ -15,8 +15,10 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
+import unittest
 
 from samba import NTSTATUSError
 from samba import ntstatus
@@ -55,6 +57,9 @@ RACE_STATUSES = {
 DISCONNECT_STATUSES = {
     ntstatus.NT_STATUS_CONNECTION_DISCONNECTED,
     ntstatus.NT_STATUS_CONNECTION_RESET,
+    # the client library's own status once its socket to the killed
+    # process is gone (seen with Samba 4.22's python bindings)
+    ntstatus.NT_STATUS_CONNECTION_REFUSED,
     ntstatus.NT_STATUS_END_OF_FILE,
     ntstatus.NT_STATUS_INVALID_NETWORK_RESPONSE,
     ntstatus.NT_STATUS_PIPE_BROKEN,
@@ -281,14 +286,21 @@ class UnusableCache(SmbdTestCase):
             c.loadfile(d + '\\absent.txt')
         self.assertEqual(status_of(cm.exception),
                          ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND)
-        # a create goes ahead as on stock smbd, and says it was unchecked
+        # a case variant is refused after a scan; a new name goes ahead
+        # and the log says the check was not under a lock
+        with self.assertRaises(NTSTATUSError) as cm:
+            c.create(d + '\\present.TXT', DesiredAccess=READ_WRITE,
+                     ShareAccess=SHARE_ALL, CreateDisposition=FILE_CREATE)
+        self.assertEqual(status_of(cm.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
         c.savefile(d + '\\New.txt', b'new')
         self.assertTrue(os.path.exists(self.local('ro', d, 'New.txt')))
         log = self.log_text(since=mark)
         self.assertIn('cannot use the cache file', log)
         self.assertIn('[ro]', log)
         self.assertRegex(log, r'"New.txt" in .* is created without the '
-                              r'check for case variants: no usable cache')
+                              r'full check for case variants: no usable '
+                              r'cache file, so no directory lock')
         del c
         # the next connection whose smbd can make the file answers from it
         subprocess.run([harness.tool('mount'), '-o', 'remount,bind,rw',
@@ -530,44 +542,230 @@ class UntrustedInotify(SmbdTestCase):
         self.assertEqual(c['builds'], 1, shown)
 
 
+class FrozenDirectoryTimes(SmbdTestCase):
+    """A file system whose directories keep their times when their names
+    change (tests/integration/frozen_times_fs.py, FUSE): a process that
+    cannot watch a directory has nothing to tell it of a change, so once
+    a create through the module shows the times standing still, smbd's
+    scan answers there, and the module says why, once."""
+    global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
+    shares = {'frozen': dict(FASTCASE, **EAGER)}
+    MESSAGE = 'this file system gives no usable directory times'
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            import fusepy  # noqa: F401 (python3-fusepy: not in sid)
+        except ImportError:
+            raise unittest.SkipTest('no python3-fusepy in this root')
+        super().setUpClass()
+        cls.fs = None
+        try:
+            path = cls.smbd.share_path('frozen')
+            cls.backing = path + '.backing'
+            os.mkdir(cls.backing)
+            cls.fs = subprocess.Popen(
+                [sys.executable, os.path.join(os.path.dirname(__file__),
+                                              'frozen_times_fs.py'),
+                 cls.backing, path])
+            harness.wait_until(lambda: os.path.ismount(path), 30,
+                               'the frozen-times FUSE mount at ' + path)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.smbd is not None:
+            cls.smbd.stop()
+            harness.unmount(cls.smbd.share_path('frozen'))
+        if cls.fs is not None:
+            cls.fs.kill()
+            cls.fs.wait()
+        super().tearDownClass()
+
+    def beside(self, *parts):
+        return os.path.join(self.backing, *parts)
+
+    def test_create_that_leaves_the_times_hands_lookups_back(self):
+        d = self.fresh_dir('frozen')
+        with open(self.beside(d, 'Old.txt'), 'w') as f:
+            f.write('old')
+        c = self.conn('frozen')
+        self.assertEqual(c.loadfile(d + '\\OLD.TXT'), b'old')
+        mark = self.log_mark()
+        c.savefile(d + '\\Made.txt', b'made')
+        self.assertIn(self.MESSAGE, self.log_text(since=mark))
+        # a change the cache cannot know of: smbd's scan finds it, in
+        # this process and in a new one
+        with open(self.beside(d, 'Beside.txt'), 'w') as f:
+            f.write('beside')
+        self.assertEqual(c.loadfile(d + '\\BESIDE.TXT'), b'beside')
+        c2 = self.conn('frozen')
+        self.assertEqual(c2.loadfile(d + '\\beside.txt'), b'beside')
+        with self.assertRaises(NTSTATUSError) as cm:
+            c2.create(d + '\\BESIDE.txt', DesiredAccess=READ_WRITE,
+                      ShareAccess=SHARE_ALL, CreateDisposition=FILE_CREATE)
+        self.assertEqual(status_of(cm.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_COLLISION)
+        os.unlink(self.beside(d, 'Old.txt'))
+        with self.assertRaises(NTSTATUSError):
+            c2.loadfile(d + '\\old.txt')
+        self.assertEqual(self.log_text(since=mark).count(self.MESSAGE), 1)
+
+
 class InotifyInstancesExhausted(SmbdTestCase):
+    """inotify instances count per user (fs.inotify.max_user_instances).
+    Each smbd process makes its instance at its first request, as the
+    connected user: one user's connections past the limit validate by
+    timestamps, and neither root's daemons nor other users pay for
+    them."""
     global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
     shares = {'fc': dict(FASTCASE, **EAGER)}
     SYSCTL = 'fs/inotify/max_user_instances'
+    OTHER_USER = 'nobody'
+    OTHER_PASSWORD = 'Other-pw-1'
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.smbd.add_user(cls.OTHER_USER, cls.OTHER_PASSWORD)
+
+    def take_roots_instances(self):
+        """Every inotify instance root may have, held until the test
+        ends (the limit lowered to 16, restored afterwards)."""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        saved = harness.set_sysctl(self.SYSCTL, 16)
+        self.addCleanup(harness.set_sysctl, self.SYSCTL, saved)
+        while True:
+            fd = libc.inotify_init1(os.O_CLOEXEC)
+            if fd < 0:
+                break
+            self.addCleanup(os.close, fd)
+
+    def test_another_users_connection_has_its_own(self):
+        d = self.fresh_dir('fc')
+        # the other user may reach the directory (in the test's tree only)
+        path = self.local('fc', d)
+        os.chmod(path, 0o777)
+        while path != self.smbd.tmp:
+            path = os.path.dirname(path)
+            os.chmod(path, os.stat(path).st_mode | 0o755)
+        self.smbd.wait_unused()
+        self.take_roots_instances()
+        mark = self.log_mark()
+        c = self.conn('fc', user=self.OTHER_USER,
+                      password=self.OTHER_PASSWORD)
+        c.savefile(d + '\\Made.txt', b'm')
+        with open(self.local('fc', d, 'Local.txt'), 'w') as f:
+            f.write('l')
+        self.assertEqual(c.loadfile(d + '\\LOCAL.TXT'), b'l')
+        self.assertNotIn('no inotify instance', self.log_text(since=mark))
+        del c
+        # the local create reached the cache as an inotify event
+        c = self.counters('fc')
+        self.assertGreaterEqual(c['events'], 1, dict(c))
 
     def test_no_inotify_instance_left(self):
         d = self.fresh_dir('fc')
         self.smbd.wait_unused()
-        held = []
-        saved = None
+        # every instance root may have taken, then connect as root
+        self.take_roots_instances()
+        mark = self.log_mark()
+        c = self.conn('fc')
+        with open(self.local('fc', d, 'Made.txt'), 'w') as f:
+            f.write('m')
+        self.assertEqual(c.loadfile(d + '\\MADE.TXT'), b'm')
+        os.unlink(self.local('fc', d, 'Made.txt'))
+        with self.assertRaises(NTSTATUSError):
+            c.loadfile(d + '\\made.txt')
+        self.assertIn('no inotify instance', self.log_text(since=mark))
+        del c
+        # validated by timestamps: still the cache's answers
+        c = self.assertAnsweredFromCache('fc', hits=1, misses=1)
+        self.assertEqual(c['events'], 0, dict(c))
+
+
+class ManyConnections(SmbdTestCase):
+    """300 connections of one user to one share, each its own smbd
+    process, make wrong-case lookups while a local program changes the
+    directory every 5 ms. Past the user's inotify limit the processes
+    have no watch and the directory's times never settle, yet every
+    wrong-case hit is answered by the cache (confirmed by a stat of the
+    name), not by smbd's scan of the directory or a read of it per
+    lookup. The CPU per lookup, first 100 against last 100 processes, is
+    measured by tests/bench/many_connections.py."""
+    global_params = harness.EVERY_LOOKUP_REACHES_THE_MODULE
+    shares = {'fc': dict(FASTCASE)}
+    SYSCTL = 'fs/inotify/max_user_instances'
+    CONNECTIONS = 300
+    ENTRIES = 2000
+    LOOKUPS = 5
+
+    def connect_all(self, d):
+        """Every connection, each making its first request (and so its
+        inotify instance, while the user's limit allows) in turn."""
+        conns = []
+        for n in range(self.CONNECTIONS):
+            conn = self.conn('fc')
+            self.assertEqual(conn.loadfile(d + '\\FILE_%05d.TXT' % n),
+                             b'')
+            conns.append(conn)
+        return conns
+
+    def test_300_connections_past_the_inotify_limit(self):
+        d = self.fresh_dir('fc')
+        path = self.local('fc', d)
+        for i in range(self.ENTRIES):
+            open(os.path.join(path, 'File_%05d.txt' % i), 'w').close()
+        self.smbd.wait_unused()
+        saved = harness.set_sysctl(self.SYSCTL, 128)
+        self.addCleanup(harness.set_sysctl, self.SYSCTL, saved)
+        conns = self.connect_all(d)
+        children = smbd_children(self.smbd.pid)
+        unwatched = [p for p in children if not harness.has_inotify(p)]
+        # the case under test: processes past the limit
+        self.assertGreaterEqual(len(unwatched), 100,
+                                (len(children), len(unwatched)))
+        stop = threading.Event()
+        writer = threading.Thread(target=harness.create_and_delete_until,
+                                  args=(path, 0.005, stop))
+        writer.start()
         try:
-            # take every instance there is for root, then connect
-            saved = harness.set_sysctl(self.SYSCTL, 16)
-            import ctypes
-            libc = ctypes.CDLL(None, use_errno=True)
-            while True:
-                fd = libc.inotify_init1(os.O_CLOEXEC)
-                if fd < 0:
-                    break
-                held.append(fd)
-            mark = self.log_mark()
-            c = self.conn('fc')
-            with open(self.local('fc', d, 'Made.txt'), 'w') as f:
-                f.write('m')
-            self.assertEqual(c.loadfile(d + '\\MADE.TXT'), b'm')
-            os.unlink(self.local('fc', d, 'Made.txt'))
-            with self.assertRaises(NTSTATUSError):
-                c.loadfile(d + '\\made.txt')
-            self.assertIn('no inotify instance', self.log_text(since=mark))
-            del c
-            # validated by timestamps: still the cache's answers
-            c = self.assertAnsweredFromCache('fc', hits=1, misses=1)
-            self.assertEqual(c['events'], 0, dict(c))
+            k = 0
+            for conn in conns:
+                for _ in range(self.LOOKUPS):
+                    i = (k * 7919) % self.ENTRIES
+                    self.assertEqual(
+                        conn.loadfile(d + '\\FILE_%05d.TXT' % i), b'', i)
+                    k += 1
+            del conn
         finally:
-            for fd in held:
-                os.close(fd)
-            if saved is not None:
-                harness.set_sysctl(self.SYSCTL, saved)
+            stop.set()
+            writer.join()
+        # the other answers of a process past the limit stay right
+        last = conns[-1]
+        with open(os.path.join(path, 'Made_late.txt'), 'w') as f:
+            f.write('late')
+        self.assertEqual(last.loadfile(d + '\\MADE_LATE.TXT'), b'late')
+        with self.assertRaises(NTSTATUSError) as caught:
+            last.loadfile(d + '\\NO_SUCH_FILE.TXT')
+        self.assertEqual(status_of(caught.exception),
+                         ntstatus.NT_STATUS_OBJECT_NAME_NOT_FOUND
+                         & 0xffffffff)
+        del conns, last
+        c = self.counters('fc')
+        shown = dict(c)
+        lookups = self.CONNECTIONS * (1 + self.LOOKUPS)
+        self.assertGreaterEqual(c['confirmed_hits'],
+                                100 * self.LOOKUPS, shown)
+        # only the two lookups above may go to smbd's scan; each
+        # watching process reads the directory at most once
+        self.assertLessEqual(c['unknown'], 2, shown)
+        self.assertGreaterEqual(c['hits'], lookups, shown)
+        self.assertLessEqual(c['builds'],
+                             len(children) - len(unwatched) + 2, shown)
 
 
 class Limits(SmbdTestCase):

@@ -20,6 +20,7 @@
 #include "fastcase_counters.h"
 #include "fastcase_lock.h"
 #include "fastcase_records.h"
+#include "fastcase_timeless.h"
 #include "fastcase_usage.h"
 
 #include <ftw.h>
@@ -442,6 +443,20 @@ static void store(struct tdb_context *tdb, TDB_DATA key, const void *val,
 	TDB_DATA v = { .dptr = discard_const_p(uint8_t, val), .dsize = len };
 
 	assert_int_equal(tdb_store(tdb, key, v, TDB_REPLACE), 0);
+}
+
+/* A device marked without usable directory times stays marked, alone. */
+static void test_timeless_devices(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_cache *cache = open_cache(f, 64 << 20);
+
+	assert_false(fastcase_cache_is_timeless(cache, 77));
+	assert_int_equal(fastcase_cache_mark_timeless(cache, 77), 0);
+	assert_true(fastcase_cache_is_timeless(cache, 77));
+	assert_false(fastcase_cache_is_timeless(cache, 78));
+	assert_int_equal(fastcase_cache_mark_timeless(cache, 77), 0);
+	assert_true(fastcase_cache_is_timeless(cache, 77));
 }
 
 static void test_dir_record(void **state)
@@ -1353,6 +1368,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_names_sharing_a_key,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_entry_add_remove,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeless_devices,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_record,
 						setup, teardown),

@@ -747,6 +747,46 @@ static void test_deferred_rebuilds(void **state)
 	close(fd);
 }
 
+/*
+ * Without a watch, and with a stamp that cannot be trusted (the directory
+ * changed since), a hit the records give is answered once a stat shows
+ * the name is there, without reading the directory; a name the records
+ * give that is gone is not answered from them.
+ */
+static void test_confirmed_hits(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 0);
+	const struct fastcase_stats *st = NULL;
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "confirmed"), *found = NULL, *path = NULL;
+	uint64_t builds;
+	int fd;
+
+	o.rebuild_interval_ns = 200 * 1000 * 1000LL;
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	st = fastcase_engine_stats(e);
+	touch(dir, "Report.docx");
+	touch(dir, "Budget.xlsx");
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "REPORT.DOCX", "Report.docx");
+	builds = st->builds;
+
+	touch(dir, "Other.txt");
+	expect_lookup(e, fd, "BUDGET.XLSX", "Budget.xlsx");
+	assert_int_equal(st->confirmed_hits, 1);
+	assert_int_equal(st->builds, builds);
+	assert_int_equal(st->deferred_builds, 0);
+
+	path = talloc_asprintf(f, "%s/Report.docx", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_not_equal(fastcase_engine_lookup(e, fd, "REPORT.DOCX", f,
+						    &found),
+			     FASTCASE_FOUND);
+	assert_int_equal(st->confirmed_hits, 1);
+	close(fd);
+}
+
 /* More directories than the watch limit: the oldest are dropped, and
  * answers stay right. */
 static void test_watch_limit_eviction(void **state)
@@ -1666,11 +1706,17 @@ static void test_unusable_cache(void **state)
 	fd = open_dir(dir);
 	assert_int_equal(fastcase_engine_lookup(e, fd, "REPORT.DOCX", f,
 						&found), FASTCASE_UNKNOWN);
-	/* let through, as stock smbd would, but never silently */
+	/* without a lock file, checked by a scan: a variant is refused */
 	assert_int_equal(fastcase_engine_create_begin(e, fd, "report.docx",
+						      &op, f, &existing),
+			 EEXIST);
+	assert_string_equal(existing, "Report.docx");
+	/* a new name goes ahead, not under a lock, and never silently */
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "new.docx",
 						      &op, f, &existing), 0);
-	fastcase_engine_create_end(e, &op, "report.docx", false);
+	fastcase_engine_create_end(e, &op, "new.docx", false);
 	assert_int_equal(fastcase_engine_stats(e)->unchecked, 1);
+	assert_int_equal(fastcase_engine_stats(e)->scanned_checks, 2);
 	/* the scan needs no cache */
 	expect_scan(e, fd, "REPORT.DOCX", "Report.docx");
 	assert_int_equal(fastcase_engine_watch_fd(e), -1);
@@ -1859,11 +1905,11 @@ struct change_while_waiting {
 	int fire_at;
 };
 
-static void change_while_waiting(void *private_data)
+static void change_while_waiting(void *private_data, enum fastcase_step at)
 {
 	struct change_while_waiting *c = private_data;
 
-	if (++c->calls != c->fire_at) {
+	if (at != FASTCASE_STEP_LOCK || ++c->calls != c->fire_at) {
 		return;
 	}
 	touch(c->dir, "New.txt");
@@ -1877,11 +1923,14 @@ static void test_restamp_after_waiting(void **state)
 	char *dir = make_dir(f, "restamp");
 	struct change_while_waiting hook = { .dir = dir };
 	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	const struct fastcase_engine_probes probes = {
+		.step = change_while_waiting,
+		.private_data = &hook,
+	};
 	struct fastcase_engine *watcher = NULL, *stamps = NULL;
 	int fd;
 
-	o.before_lock = change_while_waiting;
-	o.before_lock_data = &hook;
+	o.probes = &probes;
 	assert_int_equal(fastcase_engine_create(f, &o, &watcher), 0);
 	stamps = engine(f, &windows_rules, 0);	/* no inotify */
 	touch(dir, "Old.txt");
@@ -1898,6 +1947,45 @@ static void test_restamp_after_waiting(void **state)
 	expect_lookup(watcher, fd, "T1.TXT", "T1.txt");
 	assert_true(hook.calls >= 2);
 	expect_lookup(stamps, fd, "NEW.TXT", "New.txt");
+	close(fd);
+}
+
+static void note_watch_started(void *private_data, int fd)
+{
+	int *started_fd = private_data;
+
+	*started_fd = fd;
+}
+
+/*
+ * With watch_on_first_use the inotify instance is made by the first
+ * lookup (in smbd: as the connected user), and the caller is told its fd.
+ */
+static void test_watch_made_on_first_use(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "firstuse");
+	int started_fd = -1;
+	int fd;
+
+	o.watch_on_first_use = true;
+	o.watch_started = note_watch_started;
+	o.watch_started_data = &started_fd;
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	assert_int_equal(fastcase_engine_watch_fd(e), -1);
+	assert_int_equal(started_fd, -1);
+	touch(dir, "Old.txt");
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "OLD.TXT", "Old.txt");
+	assert_true(started_fd >= 0);
+	assert_int_equal(fastcase_engine_watch_fd(e), started_fd);
+	/* and it watches: a change is seen at once, without a rebuild */
+	touch(dir, "New.txt");
+	expect_lookup(e, fd, "NEW.TXT", "New.txt");
+	assert_int_equal(fastcase_engine_stats(e)->builds, 1);
+	assert_true(fastcase_engine_stats(e)->events >= 1);
 	close(fd);
 }
 
@@ -1943,6 +2031,7 @@ int main(int argc, char **argv)
 		T(test_local_changes_inotify),
 		T(test_local_changes_no_inotify),
 		T(test_deferred_rebuilds),
+		T(test_confirmed_hits),
 		T(test_watch_limit_eviction),
 		T(test_two_engines_inotify),
 		T(test_two_engines_no_inotify),
@@ -1960,6 +2049,7 @@ int main(int argc, char **argv)
 		T(test_corrupt_record_from_another_process),
 		T(test_unusable_cache),
 		T(test_second_engine_same_process),
+		T(test_watch_made_on_first_use),
 		T(test_create_checked_when_too_big),
 		T(test_create_refused_when_locked),
 		T(test_malformed_bucket_forgotten),
