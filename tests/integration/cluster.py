@@ -162,7 +162,11 @@ class Gluster:
         """Mount the volume at path through FUSE, with the client's
         default caching unless options say otherwise."""
         os.makedirs(path, exist_ok=True)
-        pid_file = path + '.pid'
+        # a pid file of its own: the client of an earlier mount of path,
+        # unmounted lazily, may still hold its pid file's lock, and a
+        # client that cannot lock its pid file unmounts and exits
+        pid_file = '%s.%d.pid' % (path, len(self.mounts) +
+                                  len(self.detached))
         subprocess.run([harness.tool('glusterfs'),
                         '--volfile-server=' + self.address,
                         '--volfile-id=' + VOLUME,
