@@ -351,6 +351,12 @@ static bool stamp_trusted(struct fastcase_engine *e,
 		!fastcase_cache_is_timeless(e->cache, st->id.dev);
 }
 
+/*
+ * Built or restamped by any process within the rebuild interval: for a
+ * process without a watch, a directory that changes all the time would
+ * otherwise be read for nearly every question, which costs more than the
+ * scan it is then handed to (docs/DESIGN.md, rule 3).
+ */
 static bool rebuilt_lately(const struct fastcase_engine *e,
 			   const struct fastcase_dir_record *rec, int64_t now)
 {
@@ -641,12 +647,45 @@ void fastcase_engine_process_events(struct fastcase_engine *e)
 }
 
 /*
+ * Under the directory's lock, before a build: whether the records rec
+ * (when usable) can be used as they are (0), the build is to be put off
+ * (EBUSY), or made (ENOENT). cur: the directory's times, read at
+ * stamp_time.
+ */
+static int build_needed(struct fastcase_engine *e,
+			const struct fastcase_dir_state *st, uint64_t seen_gen,
+			const struct fastcase_dir_record *rec,
+			const struct stat *cur, int64_t stamp_time)
+{
+	if (stamp_trusted(e, st, rec, cur)) {
+		/* built by another process while we waited */
+		return 0;
+	}
+	/*
+	 * Built while we waited, after our watch was added: the builder
+	 * applied every change that completed before it unlocked, and
+	 * each change after our watch was added is in our queue. Under
+	 * constant changes stamps are always racy; without this every
+	 * waiting process would rebuild.
+	 */
+	if (st->wd >= 0 && rec->gen != seen_gen &&
+	    (rec->flags & FASTCASE_DIR_WATCHED)) {
+		return 0;
+	}
+	if (st->wd < 0 && rebuilt_lately(e, rec, stamp_time)) {
+		return EBUSY;
+	}
+	return ENOENT;
+}
+
+/*
  * Called under the directory's lock. seen_gen: the generation of the
  * records (0: none) when we looked after adding our watch.
  */
 static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 		 uint64_t seen_gen, struct fastcase_dir_record *rec)
 {
+	char path[PATH_MAX];
 	struct stat cur;
 	int64_t stamp_time;
 	int ret;
@@ -658,31 +697,17 @@ static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 	step(e, FASTCASE_STEP_BUILD);
 	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
 	    record_usable(rec)) {
-		if (stamp_trusted(e, st, rec, &cur)) {
-			/* built by another process while we waited */
-			return 0;
-		}
-		/*
-		 * Built while we waited, after our watch was added: the
-		 * builder applied every change that completed before it
-		 * unlocked, and each change after our watch was added is
-		 * in our queue. Under constant changes stamps are always
-		 * racy; without this every waiting process would rebuild.
-		 */
-		if (st->wd >= 0 && rec->gen != seen_gen &&
-		    (rec->flags & FASTCASE_DIR_WATCHED)) {
-			return 0;
-		}
-		if (st->wd < 0 && rebuilt_lately(e, rec, stamp_time)) {
+		ret = build_needed(e, st, seen_gen, rec, &cur, stamp_time);
+		if (ret == EBUSY) {
 			e->stats.deferred_builds++;
-			return EBUSY;
+		}
+		if (ret != ENOENT) {
+			return ret;
 		}
 	}
 	ret = fastcase_cache_build(e->cache, &e->scope, &st->id, st->fd,
 				   &cur, stamp_time, rec);
 	if (ret != 0) {
-		char path[PATH_MAX];
-
 		if (!e->build_failure_logged) {
 			DBG_WARNING("share [%s]: cannot cache directory %s "
 				    "(%s); asking smbd to scan it (logged "
@@ -695,8 +720,6 @@ static int build(struct fastcase_engine *e, struct fastcase_dir_state *st,
 	}
 	e->stats.builds++;
 	if (rec->flags & FASTCASE_DIR_TOO_BIG) {
-		char path[PATH_MAX];
-
 		e->stats.too_big++;
 		DBG_WARNING("share [%s]: directory %s of %" PRIu64 "+ "
 			    "entries exceeds the cache's share of "
@@ -1003,6 +1026,41 @@ static void forget_malformed(struct fastcase_engine *e,
 }
 
 /*
+ * What the records of generation gen answer for key: FASTCASE_FOUND with
+ * *found, FASTCASE_NOT_FOUND, or FASTCASE_UNKNOWN (a bucket that cannot be
+ * read, or names that fold equal where smbd's scan is to choose). A
+ * malformed bucket is forgotten for every process, and *malformed says
+ * so: the caller reads again.
+ */
+static enum fastcase_result answer_from_records(struct fastcase_engine *e,
+						struct fastcase_dir_state *st,
+						uint64_t gen, const char *name,
+						const char *key, size_t key_len,
+						TALLOC_CTX *mem_ctx,
+						char **found, bool *malformed)
+{
+	bool ambiguous = false;
+	int ret;
+
+	*malformed = false;
+	step(e, FASTCASE_STEP_READ);
+	ret = find_in_records(e, st, gen, name, key, key_len, mem_ctx, found,
+			      &ambiguous);
+	if (ret == EINVAL) {
+		forget_malformed(e, st);
+		*malformed = true;
+	}
+	if (ret != 0) {
+		return FASTCASE_UNKNOWN;
+	}
+	if (*found != NULL && ambiguous && e->defer_ambiguous) {
+		TALLOC_FREE(*found);
+		return FASTCASE_UNKNOWN;
+	}
+	return *found != NULL ? FASTCASE_FOUND : FASTCASE_NOT_FOUND;
+}
+
+/*
  * A process that cannot show the records to be current (no watch on the
  * directory, and a stamp it cannot trust: the names change all the time,
  * or they change through other machines) still answers a hit from them
@@ -1018,20 +1076,18 @@ static bool confirmed_hit(struct fastcase_engine *e,
 			  const char *name, const char *key, size_t key_len,
 			  TALLOC_CTX *mem_ctx, char **found)
 {
-	bool ambiguous = false;
+	bool malformed;
 	struct stat sb;
 
 	if (st->wd >= 0 || !(rec->flags & FASTCASE_DIR_COMPLETE)) {
 		/* a watching process builds once and is then in sync */
 		return false;
 	}
-	step(e, FASTCASE_STEP_READ);
-	if (find_in_records(e, st, rec->gen, name, key, key_len, mem_ctx,
-			    found, &ambiguous) != 0 || *found == NULL) {
+	if (answer_from_records(e, st, rec->gen, name, key, key_len,
+				mem_ctx, found, &malformed) != FASTCASE_FOUND) {
 		return false;
 	}
-	if ((ambiguous && e->defer_ambiguous) ||
-	    fstatat(st->fd, *found, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+	if (fstatat(st->fd, *found, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
 		TALLOC_FREE(*found);
 		return false;
 	}
@@ -1050,8 +1106,9 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 					 char **found, int *retry)
 {
 	struct fastcase_dir_record rec, again;
-	bool ambiguous = false;
+	enum fastcase_result res;
 	uint64_t seen_gen;
+	bool malformed;
 	int ret;
 
 	*retry = 0;
@@ -1067,16 +1124,14 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 		return FASTCASE_UNKNOWN;
 	}
 	age_stamp(e, st, &rec);
-	step(e, FASTCASE_STEP_READ);
-	ret = find_in_records(e, st, rec.gen, name, key, key_len, mem_ctx,
-			      found, &ambiguous);
-	if (ret == EINVAL) {
-		forget_malformed(e, st);
+	res = answer_from_records(e, st, rec.gen, name, key, key_len,
+				  mem_ctx, found, &malformed);
+	if (malformed) {
 		*retry = EAGAIN;
 		return FASTCASE_UNKNOWN;
 	}
-	if (ret != 0) {
-		return FASTCASE_UNKNOWN;
+	if (res == FASTCASE_UNKNOWN) {
+		return res;
 	}
 	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &again) ||
 	    again.gen != rec.gen) {
@@ -1085,11 +1140,7 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 		*retry = EAGAIN;
 		return FASTCASE_UNKNOWN;
 	}
-	if (*found != NULL && ambiguous && e->defer_ambiguous) {
-		TALLOC_FREE(*found);
-		return FASTCASE_UNKNOWN;
-	}
-	return *found != NULL ? FASTCASE_FOUND : FASTCASE_NOT_FOUND;
+	return res;
 }
 
 /* This process's state of the directory open as dirfd, or NULL. */

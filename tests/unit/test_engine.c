@@ -1636,56 +1636,118 @@ static int find_fn(struct tdb_context *tdb, TDB_DATA key, TDB_DATA val,
 	return 0;
 }
 
-/* Another process writes garbage over the record of one name. */
+/*
+ * A process that writes garbage over the bucket holding a name when told
+ * which. It is forked before the test opens the cache: TDB refuses a
+ * second open of one file in a process, and a child forked later would
+ * inherit the first.
+ */
+struct corrupter {
+	pid_t pid;
+	int go;
+};
+
+static void corrupt_bucket(struct fixture *f, int go)
+{
+	struct fastcase_cache *cache = NULL;
+	struct find_state s = { 0 };
+	TDB_DATA junk = { .dptr = (uint8_t *)"\0junk", .dsize = 5 };
+	char value[NAME_MAX + 1] = { 0 };
+
+	s.value = value;
+	if (read(go, value, sizeof(value) - 1) <= 0 ||
+	    fastcase_cache_open(NULL, f->cache_path, 64 << 20, &cache) != 0 ||
+	    tdb_traverse(fastcase_cache_tdb(cache), find_fn, &s) < 0 ||
+	    s.found != 1 ||
+	    tdb_store(fastcase_cache_tdb(cache), s.key, junk,
+		      TDB_REPLACE) != 0) {
+		_exit(1);
+	}
+	TALLOC_FREE(cache);
+	_exit(0);
+}
+
+static struct corrupter corrupter_start(struct fixture *f)
+{
+	struct corrupter c;
+	int go[2];
+
+	assert_int_equal(pipe(go), 0);
+	fflush(stdout);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		close(go[1]);
+		corrupt_bucket(f, go[0]);
+	}
+	close(go[0]);
+	c.go = go[1];
+	return c;
+}
+
+static void corrupter_run(struct corrupter *c, const char *value)
+{
+	int status;
+
+	assert_int_equal(write(c->go, value, strlen(value)),
+			 (ssize_t)strlen(value));
+	close(c->go);
+	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_corrupt_record_from_another_process(void **state)
 {
 	struct fixture *f = *state;
-	struct fastcase_engine *e;
+	struct corrupter c = corrupter_start(f);
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
 	char *dir = make_dir(f, "corrupt");
-	int go[2], done[2], status, fd;
-	pid_t pid;
+	int fd;
 
 	touch(dir, "Report.docx");
 	touch(dir, "Other.txt");
-	assert_int_equal(pipe(go), 0);
-	assert_int_equal(pipe(done), 0);
-	fflush(stdout);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct fastcase_cache *cache = NULL;
-		struct find_state s = { .value = "Report.docx" };
-		TDB_DATA junk = { .dptr = (uint8_t *)"\0junk",
-				  .dsize = 5 };
-		char c;
-
-		if (read(go[0], &c, 1) != 1 ||
-		    fastcase_cache_open(NULL, f->cache_path, 64 << 20,
-					&cache) != 0 ||
-		    tdb_traverse(fastcase_cache_tdb(cache), find_fn, &s) < 0 ||
-		    s.found != 1 ||
-		    tdb_store(fastcase_cache_tdb(cache), s.key, junk,
-			      TDB_REPLACE) != 0) {
-			_exit(1);
-		}
-		TALLOC_FREE(cache);
-		_exit(write(done[1], "x", 1) == 1 ? 0 : 2);
-	}
-	e = engine(f, &windows_rules, 100);
 	fd = open_dir(dir);
 	expect_lookup(e, fd, "REPORT.DOCX", "Report.docx");
-	assert_int_equal(write(go[1], "x", 1), 1);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	corrupter_run(&c, "Report.docx");
 	/* the malformed record is dropped and the directory rebuilt */
 	expect_lookup(e, fd, "report.docx", "Report.docx");
 	expect_lookup(e, fd, "OTHER.TXT", "Other.txt");
 	expect_lookup(e, fd, "missing", NULL);
-	close(go[0]);
-	close(go[1]);
-	close(done[0]);
-	close(done[1]);
+	close(fd);
+}
+
+/*
+ * A process without a watch meets a malformed bucket where it would
+ * confirm a hit: no answer from it, the records are built again, and
+ * the answer comes from those.
+ */
+static void test_confirmed_hit_meets_a_malformed_bucket(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 0);
+	const struct fastcase_stats *st = NULL;
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "confirmed-malformed");
+	struct corrupter c = corrupter_start(f);
+	uint64_t builds;
+	int fd;
+
+	o.rebuild_interval_ns = 0;
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	st = fastcase_engine_stats(e);
+	touch(dir, "Report.docx");
+	touch(dir, "Budget.xlsx");
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "REPORT.DOCX", "Report.docx");
+	builds = st->builds;
+
+	corrupter_run(&c, "Budget.xlsx");
+	touch(dir, "Other.txt");
+	expect_lookup(e, fd, "BUDGET.XLSX", "Budget.xlsx");
+	assert_int_equal(st->confirmed_hits, 0);
+	assert_int_equal(st->builds, builds + 1);
+	expect_lookup(e, fd, "other.TXT", "Other.txt");
 	close(fd);
 }
 
@@ -2047,6 +2109,7 @@ int main(int argc, char **argv)
 		T(test_legacy_disk_path),
 		T(test_legacy_dirent),
 		T(test_corrupt_record_from_another_process),
+		T(test_confirmed_hit_meets_a_malformed_bucket),
 		T(test_unusable_cache),
 		T(test_second_engine_same_process),
 		T(test_watch_made_on_first_use),
