@@ -44,4 +44,28 @@ int fastcase_cluster_lock_dir(struct fastcase_cluster_lock *lock,
 void fastcase_cluster_unlock_dir(struct fastcase_cluster_lock *lock,
 				 const struct file_id *id);
 
+/*
+ * The directory's create count: how many creates, directory creates and
+ * renames into it began under its cluster lock, on any node, since the
+ * cluster started. Kept as the data of the lock's own record, so it is
+ * as clustered as the lock. The protocol (docs/DESIGN.md, "Creates
+ * across nodes"):
+ *
+ * - a create, holding the lock, adds one *before* it makes the name, so a
+ *   count that has not moved means no create began meanwhile, and a
+ *   holder that dies after making its name has moved it already;
+ * - a reader without the lock gets a count only when nobody holds the
+ *   lock (false otherwise): every create counted in it has then finished,
+ *   so a read of the directory after it sees their names.
+ *
+ * read_count returns true with *count (0 for a directory no create ever
+ * counted in); held: this process holds the lock. add_create returns 0 or
+ * EIO (logged); only the lock's holder may call it.
+ */
+bool fastcase_cluster_read_count(struct fastcase_cluster_lock *lock,
+				 const struct file_id *id, bool held,
+				 uint64_t *count);
+int fastcase_cluster_add_create(struct fastcase_cluster_lock *lock,
+				const struct file_id *id);
+
 #endif /* _FASTCASE_CLUSTER_LOCK_H_ */

@@ -58,13 +58,17 @@ struct fastcase_stats {
 	 * current (no watch, an untrusted stamp), each name found there
 	 * confirmed by an fstatat() */
 	uint64_t confirmed_hits;
+	/* creates and renames checked by the lookup of their name that
+	 * read the directory just before, no create having begun under
+	 * the cluster lock since (clustered smbd; see create_count) */
+	uint64_t counted_checks;
 };
 
 #define FASTCASE_STATS_FIELDS \
 	X(lookups) X(hits) X(misses) X(unknown) X(builds) X(events) \
 	X(overflows) X(collisions) X(too_big) X(watch_failures) X(fallbacks) \
 	X(unchecked) X(scanned_checks) X(lock_timeouts) X(deferred_builds) \
-	X(confirmed_hits)
+	X(confirmed_hits) X(counted_checks)
 
 struct fastcase_engine_options {
 	struct fastcase_fold_rules rules;
@@ -109,6 +113,20 @@ struct fastcase_engine_options {
 	bool watch_on_first_use;
 	void (*watch_started)(void *private_data, int fd);
 	void *watch_started_data;
+	/*
+	 * Clustered smbd: the create count of the directory at dirfd, the
+	 * creates and renames begun in it under its cluster-wide lock
+	 * (fastcase_cluster_lock.h), read without that lock (held false:
+	 * known only while nobody holds it) or by its holder. A lookup that
+	 * reads the directory to find a name absent notes the count before
+	 * the read; a create of that name right after, holding the lock,
+	 * needs no second read if the count has not moved. NULL: no such
+	 * count (every create's check reads what the records cannot vouch
+	 * for).
+	 */
+	bool (*create_count)(void *private_data, int dirfd, bool held,
+			     uint64_t *count);
+	void *create_count_data;
 	/* Tests only (NULL in smbd): see struct fastcase_engine_probes. */
 	const struct fastcase_engine_probes *probes;
 };

@@ -104,3 +104,73 @@ void fastcase_cluster_unlock_dir(struct fastcase_cluster_lock *lock,
 			    nt_errstr(status));
 	}
 }
+
+struct count_dump {
+	bool held;
+	bool known;
+	uint64_t count;
+};
+
+static void count_parser(struct server_id exclusive, size_t num_shared,
+			 const struct server_id *shared, const uint8_t *data,
+			 size_t datalen, void *private_data)
+{
+	struct count_dump *d = private_data;
+
+	if (!d->held && (exclusive.pid != 0 || num_shared != 0)) {
+		/* a create may be under way: its name may not be there yet */
+		return;
+	}
+	if (datalen == 0) {
+		d->count = 0;
+		d->known = true;
+	} else if (datalen == sizeof(uint64_t)) {
+		d->count = BVAL(data, 0);
+		d->known = true;
+	}
+}
+
+bool fastcase_cluster_read_count(struct fastcase_cluster_lock *lock,
+				 const struct file_id *id, bool held,
+				 uint64_t *count)
+{
+	struct count_dump d = { .held = held };
+	uint8_t buf[KEY_LEN];
+	NTSTATUS status;
+
+	status = g_lock_dump(lock->ctx, dir_key(id, buf), count_parser, &d);
+	if (NT_STATUS_EQUAL(status, NT_STATUS_NOT_FOUND)) {
+		/* no record: nobody holds the lock, no create counted */
+		*count = 0;
+		return true;
+	}
+	if (!NT_STATUS_IS_OK(status) || !d.known) {
+		return false;
+	}
+	*count = d.count;
+	return true;
+}
+
+int fastcase_cluster_add_create(struct fastcase_cluster_lock *lock,
+				const struct file_id *id)
+{
+	uint8_t buf[KEY_LEN], data[sizeof(uint64_t)];
+	uint64_t count;
+	NTSTATUS status;
+
+	if (!fastcase_cluster_read_count(lock, id, true, &count)) {
+		DBG_WARNING("create count of directory %s unreadable\n",
+			    file_id_str_buf(*id, &(struct file_id_buf){}));
+		return EIO;
+	}
+	SBVAL(data, 0, count + 1);
+	status = g_lock_write_data(lock->ctx, dir_key(id, buf), data,
+				   sizeof(data));
+	if (!NT_STATUS_IS_OK(status)) {
+		DBG_WARNING("create count of directory %s not written: %s\n",
+			    file_id_str_buf(*id, &(struct file_id_buf){}),
+			    nt_errstr(status));
+		return EIO;
+	}
+	return 0;
+}

@@ -60,6 +60,12 @@
 #define TIMELESS_MIN_AGE_NS (3 * 1000 * 1000 * 1000LL)
 #define STATE_BUCKETS 1024
 #define UNWATCHED_STATE_LIMIT 1024
+/*
+ * How long a lookup's read of a directory vouches for a create of the
+ * name it found absent (see absent_since_read()): smbd creates right
+ * after its lookup, within the same request; a later create reads again.
+ */
+#define ABSENCE_TTL_NS (1000 * 1000 * 1000LL)
 
 struct fastcase_dir_state {
 	struct fastcase_dir_state *prev, *next;	/* LRU, newest first */
@@ -100,6 +106,18 @@ struct fastcase_engine {
 	void *watch_started_data;
 	bool defer_ambiguous;
 	bool exact_create_checks;
+	bool (*create_count)(void *private_data, int dirfd, bool held,
+			     uint64_t *count);
+	void *create_count_data;
+	/* the last name a lookup read the directory to find absent, with
+	 * the directory's create count before that read */
+	struct {
+		bool valid;
+		struct fastcase_dir_id dir;
+		uint64_t count;
+		int64_t read_ns;	/* when the read ended */
+		char name[NAME_MAX + 1];
+	} absent;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
 };
@@ -1095,15 +1113,45 @@ static bool confirmed_hit(struct fastcase_engine *e,
 	return true;
 }
 
+/* What a lookup read of the directory itself, for a create right after. */
+struct lookup_read {
+	bool counted;	/* the create count was had before any read */
+	uint64_t count;
+	bool built;	/* this lookup built the records: read them */
+};
+
+/*
+ * Build st's records for a lookup. On a cluster the directory's create
+ * count is had first, so that a miss read here can vouch for a create of
+ * the name right after (absent_since_read()).
+ */
+static int rebuild_for_lookup(struct fastcase_engine *e,
+			      struct fastcase_dir_state *st,
+			      uint64_t seen_gen,
+			      struct fastcase_dir_record *rec,
+			      struct lookup_read *rd)
+{
+	uint64_t builds = e->stats.builds;
+	int ret;
+
+	rd->counted = e->create_count != NULL &&
+		e->create_count(e->create_count_data, st->fd, false,
+				&rd->count);
+	ret = rebuild(e, st, seen_gen, rec);
+	rd->built = (e->stats.builds != builds);
+	return ret;
+}
+
 /*
  * One read of the records: FASTCASE_UNKNOWN to read again (EAGAIN in
- * *retry) or give up.
+ * *retry) or give up. *rd: what this read of them read of the directory.
  */
 static enum fastcase_result read_records(struct fastcase_engine *e,
 					 struct fastcase_dir_state *st,
 					 const char *name, const char *key,
 					 size_t key_len, TALLOC_CTX *mem_ctx,
-					 char **found, int *retry)
+					 char **found, int *retry,
+					 struct lookup_read *rd)
 {
 	struct fastcase_dir_record rec, again;
 	enum fastcase_result res;
@@ -1112,13 +1160,14 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 	int ret;
 
 	*retry = 0;
+	*rd = (struct lookup_read) { .counted = false };
 	ret = check_sync(e, st, &rec, &seen_gen);
 	if (ret == ESTALE && seen_gen != 0 &&
 	    confirmed_hit(e, st, &rec, name, key, key_len, mem_ctx, found)) {
 		return FASTCASE_FOUND;
 	}
 	if (ret == ESTALE) {
-		ret = rebuild(e, st, seen_gen, &rec);
+		ret = rebuild_for_lookup(e, st, seen_gen, &rec, rd);
 	}
 	if (ret != 0 || !(rec.flags & FASTCASE_DIR_COMPLETE)) {
 		return FASTCASE_UNKNOWN;
@@ -1156,6 +1205,54 @@ static struct fastcase_dir_state *dir_state(struct fastcase_engine *e,
 	return state_get(e, &id, dirfd);
 }
 
+static int scan_disk_name(struct fastcase_engine *e, int dirfd,
+			  const char *name, TALLOC_CTX *mem_ctx, char **found,
+			  bool *ambiguous);
+
+/*
+ * On a cluster, after a lookup that had the directory's create count
+ * before it could read the directory: note a name that read found absent,
+ * for a create of it right after (absent_since_read()). Where the read
+ * was put off (a rebuild within the rebuild interval) the engine scans
+ * here itself rather than leave the scan to smbd, so that it knows what
+ * the read found.
+ */
+static enum fastcase_result absent_by_read(struct fastcase_engine *e,
+					   const struct fastcase_dir_state *st,
+					   const char *name,
+					   enum fastcase_result res,
+					   const struct lookup_read *rd,
+					   TALLOC_CTX *mem_ctx, char **found)
+{
+	bool ambiguous = false;
+
+	if (res == FASTCASE_UNKNOWN) {
+		if (scan_disk_name(e, st->fd, name, mem_ctx, found,
+				   &ambiguous) != 0) {
+			return FASTCASE_UNKNOWN;
+		}
+		e->stats.fallbacks++;
+		if (*found != NULL && ambiguous && e->defer_ambiguous) {
+			/* smbd's own scan picks, as it would */
+			TALLOC_FREE(*found);
+			return FASTCASE_UNKNOWN;
+		}
+		if (*found != NULL) {
+			return FASTCASE_FOUND;
+		}
+	} else if (res != FASTCASE_NOT_FOUND || !rd->built) {
+		return res;
+	}
+	e->absent.valid = strlen(name) < sizeof(e->absent.name);
+	if (e->absent.valid) {
+		e->absent.dir = st->id;
+		e->absent.count = rd->count;
+		e->absent.read_ns = now_ns(e);
+		strlcpy(e->absent.name, name, sizeof(e->absent.name));
+	}
+	return FASTCASE_NOT_FOUND;
+}
+
 static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 					     int dirfd, const char *name,
 					     TALLOC_CTX *mem_ctx,
@@ -1164,6 +1261,7 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 	enum fastcase_result res = FASTCASE_UNKNOWN;
 	char key[FASTCASE_KEY_MAX];
 	struct fastcase_dir_state *st;
+	struct lookup_read rd = { .counted = false };
 	size_t key_len;
 	int attempt, retry = EAGAIN;
 
@@ -1181,7 +1279,10 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 	for (attempt = 0; st != NULL && retry != 0 && attempt < 3;
 	     attempt++) {
 		res = read_records(e, st, name, key, key_len, mem_ctx, found,
-				   &retry);
+				   &retry, &rd);
+	}
+	if (st != NULL && rd.counted) {
+		res = absent_by_read(e, st, name, res, &rd, mem_ctx, found);
 	}
 	switch (res) {
 	case FASTCASE_FOUND:
@@ -1199,10 +1300,12 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 
 /*
  * Read the whole directory and rank every name as a lookup of name would:
- * the on-disk name in *found, or NULL. Returns 0 or an errno.
+ * the on-disk name in *found, or NULL; *ambiguous (if not NULL): several
+ * fold equal and none is exact. Returns 0 or an errno.
  */
 static int scan_disk_name(struct fastcase_engine *e, int dirfd,
-			  const char *name, TALLOC_CTX *mem_ctx, char **found)
+			  const char *name, TALLOC_CTX *mem_ctx, char **found,
+			  bool *ambiguous)
 {
 	TALLOC_CTX *frame = talloc_stackframe();
 	struct choose_state cs = { .scope = &e->scope, .name = name };
@@ -1222,6 +1325,9 @@ static int scan_disk_name(struct fastcase_engine *e, int dirfd,
 				       cs.exact : cs.best);
 		ret = *found != NULL ? 0 : ENOMEM;
 	}
+	if (ambiguous != NULL) {
+		*ambiguous = (cs.exact == NULL && cs.matches > 1);
+	}
 	TALLOC_FREE(frame);
 	return ret;
 }
@@ -1231,7 +1337,7 @@ enum fastcase_result fastcase_engine_scan(struct fastcase_engine *e,
 					  TALLOC_CTX *mem_ctx, char **found)
 {
 	e->stats.fallbacks++;
-	if (scan_disk_name(e, dirfd, name, mem_ctx, found) != 0) {
+	if (scan_disk_name(e, dirfd, name, mem_ctx, found, NULL) != 0) {
 		return FASTCASE_UNKNOWN;
 	}
 	return to_client_spelling(e, *found != NULL ? FASTCASE_FOUND :
@@ -1314,7 +1420,7 @@ static int find_variant_locked(struct fastcase_engine *e,
 		return 0;
 	}
 	e->stats.scanned_checks++;
-	return scan_disk_name(e, st->fd, name, mem_ctx, found);
+	return scan_disk_name(e, st->fd, name, mem_ctx, found, NULL);
 }
 
 static void note_times_before(struct fastcase_dir_state *st,
@@ -1383,7 +1489,7 @@ static int check_without_cache(struct fastcase_engine *e, int dirfd,
 	char *found = NULL;
 	int ret;
 
-	ret = scan_disk_name(e, dirfd, name, mem_ctx, &found);
+	ret = scan_disk_name(e, dirfd, name, mem_ctx, &found, NULL);
 	if (ret != 0) {
 		note_unchecked(e, dirfd, name, "no usable cache file, and the "
 			       "directory cannot be read", ret);
@@ -1399,6 +1505,34 @@ static int check_without_cache(struct fastcase_engine *e, int dirfd,
 	note_unchecked(e, dirfd, name, "no usable cache file, so no "
 		       "directory lock; a scan found no variant", 0);
 	return 0;
+}
+
+/*
+ * Under the directory's locks (the cluster's too): whether this process's
+ * last lookup read the directory and found name absent, less than
+ * ABSENCE_TTL_NS ago, and no create or rename into it has begun under the
+ * cluster lock since that lookup had the create count. Every create
+ * through smbd on any node that began before is then finished and was in
+ * that read, and none began after, so no case variant of name was made
+ * through smbd; a name made by another program meanwhile is the race
+ * stock smbd has between its own lookup and create. Used once.
+ */
+static bool absent_since_read(struct fastcase_engine *e,
+			      const struct fastcase_dir_state *st,
+			      const char *name)
+{
+	uint64_t count;
+	bool vouches;
+
+	vouches = e->absent.valid &&
+		e->absent.dir.dev == st->id.dev &&
+		e->absent.dir.ino == st->id.ino &&
+		strcmp(e->absent.name, name) == 0 &&
+		now_ns(e) - e->absent.read_ns < ABSENCE_TTL_NS &&
+		e->create_count(e->create_count_data, st->fd, true, &count) &&
+		count == e->absent.count;
+	e->absent.valid = false;
+	return vouches;
 }
 
 /*
@@ -1435,6 +1569,11 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 	}
 	op->st = st;
 	op->locked = true;
+	if (absent_since_read(e, st, name)) {
+		e->stats.counted_checks++;
+		note_times_before(st, op);
+		return 0;
+	}
 
 	/* Under the lock: everything other processes created is either in
 	 * the records or in our queue. */
@@ -1644,6 +1783,8 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 	e->watch_wanted = (e->cache != NULL && opts->watch_limit != 0);
 	e->watch_started = opts->watch_started;
 	e->watch_started_data = opts->watch_started_data;
+	e->create_count = opts->create_count;
+	e->create_count_data = opts->create_count_data;
 	if (!opts->watch_on_first_use) {
 		start_watch(e);
 	}

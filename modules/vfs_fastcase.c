@@ -193,6 +193,28 @@ static unsigned fastcase_watch_limit(struct vfs_handle_struct *handle,
 	return 0;
 }
 
+/*
+ * The engine's create_count on a clustered smbd: the count kept with the
+ * cluster lock of the directory at fd, under the same key.
+ */
+static bool fastcase_create_count(void *private_data, int fd, bool held,
+				  uint64_t *count)
+{
+	struct vfs_handle_struct *handle = private_data;
+	struct fastcase_share *share = NULL;
+	SMB_STRUCT_STAT sbuf;
+	struct file_id id;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
+				return false);
+	if (share->cluster_lock == NULL || sys_fstat(fd, &sbuf, false) != 0) {
+		return false;
+	}
+	id = SMB_VFS_FILE_ID_CREATE(handle->conn, &sbuf);
+	return fastcase_cluster_read_count(share->cluster_lock, &id, held,
+					   count);
+}
+
 static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 				  struct fastcase_share *share)
 {
@@ -214,6 +236,10 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 
 	/* no watch: names may change through other machines */
 	opts.exact_create_checks = (opts.watch_limit == 0);
+	if (share->cluster_lock != NULL) {
+		opts.create_count = fastcase_create_count;
+		opts.create_count_data = handle;
+	}
 	if (share->cfg.cache_file != NULL) {
 		path = talloc_strdup(share, share->cfg.cache_file);
 	} else {
@@ -746,6 +772,21 @@ static int fastcase_lock_cluster(struct vfs_handle_struct *handle,
 	return ret;
 }
 
+/*
+ * A create or rename into a directory whose cluster lock we hold is
+ * counted before it is made (fastcase_cluster_lock.h). 0 or EIO: the
+ * create must then be refused, as another node's check may rely on the
+ * count.
+ */
+static int fastcase_count_create(struct fastcase_share *share,
+				 const struct fastcase_held_dir *dir)
+{
+	if (!dir->held) {
+		return 0;
+	}
+	return fastcase_cluster_add_create(share->cluster_lock, &dir->id);
+}
+
 static void fastcase_unlock_cluster(struct fastcase_share *share,
 				    struct fastcase_held_dir *dir)
 {
@@ -781,6 +822,13 @@ static int fastcase_create_checked(struct vfs_handle_struct *handle,
 		err = fastcase_engine_create_begin(share->engine, fd, name,
 						   &op, talloc_tos(),
 						   &existing);
+	}
+	if (err == 0) {
+		err = fastcase_count_create(share, &cluster);
+		if (err != 0) {
+			fastcase_engine_create_end(share->engine, &op, name,
+						   false);
+		}
 	}
 	if (err == EEXIST) {
 		DBG_INFO("create of [%s] refused: [%s] exists\n", name,
@@ -984,6 +1032,14 @@ static int fastcase_rename_checked(struct vfs_handle_struct *handle,
 						   smb_fname_src->base_name,
 						   &op, talloc_tos(),
 						   &existing);
+	}
+	if (ret == 0) {
+		ret = fastcase_count_create(share, &cluster);
+		if (ret != 0) {
+			fastcase_engine_create_end(share->engine, &op,
+						   smb_fname_dst->base_name,
+						   false);
+		}
 	}
 	if (ret != 0) {
 		DBG_INFO("rename to [%s] refused: %s%s\n",

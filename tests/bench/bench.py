@@ -318,9 +318,9 @@ class Cell:
                        % (config, self.tag))
 
     def restore(self, client):
-        """Undo creates and renames, untimed, through the fastcase share
-        (the process is in sync with the directory, so the shared cache
-        follows without a rebuild)."""
+        """Undo creates and renames, untimed, through client: on one
+        node the fastcase share's (the process is in sync with the
+        directory, so the shared cache follows without a rebuild)."""
         conn, d = client.conn, self.d
         for name in self.created:
             conn.unlink(d + '\\' + name)
@@ -355,7 +355,9 @@ def turns(iterations, configs=None):
                 yield k, [c]
 
 
-def measure_cell(smbd, cell, iterations, budget):
+def measure_cell(smbd, cell, iterations, budget, restorer='fastcase'):
+    """Run cell's iterations; then undo its creates and renames through
+    the restorer configuration's connection."""
     configs = cell.configs
     clients = {c: Client(smbd, c) for c in configs}
     for c in configs:
@@ -400,7 +402,7 @@ def measure_cell(smbd, cell, iterations, budget):
             'spent': spent[c],
             'cpu_ns_per_op': cpu,
         }
-    cell.restore(clients['fastcase'])
+    cell.restore(clients[restorer])
     for c in configs:
         clients[c].close()
     return out

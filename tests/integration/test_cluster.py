@@ -377,6 +377,31 @@ class CtdbTwoNodes(TwoNodes):
     def test_simultaneous_directory_variants_on_two_nodes(self):
         self.assertOneEachRound(mkdir, self.fresh_dir())
 
+    def test_create_checked_by_its_own_lookup(self):
+        """A create right after the lookup that read the directory, no
+        create through either node having begun since, is not checked by
+        a second read (counted_checks); a case variant of a name made
+        through the other node a moment before is still refused, and so
+        is one of a name made through this node."""
+        d = self.fresh_dir()
+        local = os.path.join(self.mounts['a'], d)
+        for i in range(200):
+            open(os.path.join(local, 'File%03d.txt' % i), 'w').close()
+        self.smbds['a'].counters('fc')     # from here on: this test's
+        a, b = self.conn('a'), self.conn('b')
+        for i in range(10):
+            create_new(a, '%s\\New%02d.txt' % (d, i))
+        create_new(b, d + '\\FromB.txt')
+        for name in ('FROMB.TXT', 'new05.TXT'):
+            self.assertEqual(self.status_of(create_new, a, d + '\\' + name),
+                             ntstatus.NT_STATUS_OBJECT_NAME_COLLISION, name)
+        names = sorted(e['name'] for e in a.list(d))
+        self.assertEqual(names[-11:], ['FromB.txt'] +
+                         ['New%02d.txt' % i for i in range(10)])
+        del a, b
+        counters = self.smbds['a'].counters('fc')
+        self.assertGreaterEqual(counters['counted_checks'], 8, counters)
+
     def storm(self, d, seconds, during):
         """Both nodes create case variants of the same names for
         seconds; during() runs meanwhile. Each node's (i, status, time)."""

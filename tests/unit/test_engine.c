@@ -820,6 +820,136 @@ static void test_watch_limit_eviction(void **state)
 	}
 }
 
+/* ---- the cluster's create count ---------------------------------------- */
+
+/*
+ * A stand-in for the create count kept with a directory's cluster lock
+ * (fastcase_cluster_lock.h): "another node" moves it and holds the lock
+ * by setting these.
+ */
+struct fake_cluster {
+	uint64_t count;
+	bool held_elsewhere;	/* another node holds the lock */
+	unsigned reads;
+};
+
+static bool fake_create_count(void *private_data, int dirfd, bool held,
+			      uint64_t *count)
+{
+	struct fake_cluster *c = private_data;
+
+	c->reads++;
+	if (!held && c->held_elsewhere) {
+		return false;
+	}
+	*count = c->count;
+	return true;
+}
+
+/* A create through the engine as the glue makes it on a cluster: checked,
+ * counted, made. Returns the check's errno; *existing for EEXIST. */
+static int cluster_create(struct fastcase_engine *e, struct fake_cluster *c,
+			  int dirfd, const char *dir, const char *name,
+			  TALLOC_CTX *mem_ctx, char **existing)
+{
+	struct fastcase_create op;
+	int ret;
+
+	ret = fastcase_engine_create_begin(e, dirfd, name, &op, mem_ctx,
+					   existing);
+	if (ret == 0) {
+		c->count++;
+		touch(dir, name);
+		fastcase_engine_create_end(e, &op, name, true);
+	}
+	return ret;
+}
+
+/*
+ * On a cluster a create's lookup that read the directory vouches for the
+ * create right after, as long as no create began under the cluster lock
+ * since the lookup had the count; otherwise the create reads again.
+ */
+static void test_counted_create_checks(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 0);
+	struct fake_cluster c = { .count = 7 };
+	const struct fastcase_stats *st = NULL;
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "counted"), *existing = NULL;
+	uint64_t scanned;
+	int fd;
+
+	o.exact_create_checks = true;
+	/* long enough that every rebuild after the first is put off */
+	o.rebuild_interval_ns = 60 * 1000 * 1000 * 1000LL;
+	o.create_count = fake_create_count;
+	o.create_count_data = &c;
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	st = fastcase_engine_stats(e);
+	touch(dir, "Report.docx");
+	fd = open_dir(dir);
+
+	/* a miss read by a build, then its create: no second read */
+	expect_lookup(e, fd, "New.txt", NULL);
+	scanned = st->scanned_checks;
+	assert_int_equal(cluster_create(e, &c, fd, dir, "New.txt", f,
+					&existing), 0);
+	assert_int_equal(st->counted_checks, 1);
+	assert_int_equal(st->scanned_checks, scanned);
+
+	/* the rebuild put off: the engine scans, and vouches as well */
+	expect_lookup(e, fd, "Second.txt", NULL);
+	assert_int_equal(cluster_create(e, &c, fd, dir, "Second.txt", f,
+					&existing), 0);
+	assert_int_equal(st->counted_checks, 2);
+
+	/* another node creates a variant after the lookup: refused */
+	expect_lookup(e, fd, "Third.txt", NULL);
+	c.count++;
+	touch(dir, "THIRD.TXT");
+	assert_int_equal(cluster_create(e, &c, fd, dir, "Third.txt", f,
+					&existing), EEXIST);
+	assert_string_equal(existing, "THIRD.TXT");
+	assert_int_equal(st->counted_checks, 2);
+
+	/*
+	 * Another node had counted its create but not made it when the
+	 * lookup read: the lookup gets no count (and leaves the question to
+	 * smbd's scan), so the create reads again and finds the variant.
+	 */
+	c.held_elsewhere = true;
+	c.count++;
+	assert_int_equal(fastcase_engine_lookup(e, fd, "Fourth.txt", f,
+						&existing), FASTCASE_UNKNOWN);
+	touch(dir, "FOURTH.TXT");
+	c.held_elsewhere = false;
+	assert_int_equal(cluster_create(e, &c, fd, dir, "Fourth.txt", f,
+					&existing), EEXIST);
+	assert_string_equal(existing, "FOURTH.TXT");
+
+	/* a lookup vouches for its own name only */
+	expect_lookup(e, fd, "Fifth.txt", NULL);
+	assert_int_equal(cluster_create(e, &c, fd, dir, "Sixth.txt", f,
+					&existing), 0);
+	assert_int_equal(st->counted_checks, 2);
+
+	/* and once: the next create of another spelling reads */
+	expect_lookup(e, fd, "Seventh.txt", NULL);
+	assert_int_equal(cluster_create(e, &c, fd, dir, "Seventh.txt", f,
+					&existing), 0);
+	assert_int_equal(st->counted_checks, 3);
+	assert_int_equal(cluster_create(e, &c, fd, dir, "SEVENTH.txt", f,
+					&existing), EEXIST);
+	assert_int_equal(st->counted_checks, 3);
+
+	/* wrong-case hits of names made meanwhile, the rebuild put off */
+	expect_lookup(e, fd, "SIXTH.TXT", "Sixth.txt");
+	expect_lookup(e, fd, "fourth.txt", "FOURTH.TXT");
+	close(fd);
+}
+
 /* ---- two engines ------------------------------------------------------ */
 
 static void two_engines(struct fixture *f, unsigned watch_limit)
@@ -2110,6 +2240,7 @@ int main(int argc, char **argv)
 		T(test_legacy_dirent),
 		T(test_corrupt_record_from_another_process),
 		T(test_confirmed_hit_meets_a_malformed_bucket),
+		T(test_counted_create_checks),
 		T(test_unusable_cache),
 		T(test_second_engine_same_process),
 		T(test_watch_made_on_first_use),
