@@ -127,6 +127,13 @@ struct fastcase_engine_options {
 	bool (*create_count)(void *private_data, int dirfd, bool held,
 			     uint64_t *count);
 	void *create_count_data;
+	/*
+	 * With create_count: where a rebuild is put off, scan here rather
+	 * than answer FASTCASE_UNKNOWN, so that a miss can vouch for the
+	 * create after it. False where the caller has a cheaper answer than
+	 * a read of the directory (a VFS module below that asks the bricks).
+	 */
+	bool scan_put_off_lookups;
 	/* Tests only (NULL in smbd): see struct fastcase_engine_probes. */
 	const struct fastcase_engine_probes *probes;
 };

@@ -109,6 +109,7 @@ struct fastcase_engine {
 	bool (*create_count)(void *private_data, int dirfd, bool held,
 			     uint64_t *count);
 	void *create_count_data;
+	bool scan_put_off_lookups;
 	/* the last name a lookup read the directory to find absent, with
 	 * the directory's create count before that read */
 	struct {
@@ -1215,7 +1216,7 @@ static int scan_disk_name(struct fastcase_engine *e, int dirfd,
  * for a create of it right after (absent_since_read()). Where the read
  * was put off (a rebuild within the rebuild interval) the engine scans
  * here itself rather than leave the scan to smbd, so that it knows what
- * the read found.
+ * the read found (unless scan_put_off_lookups is off).
  */
 static enum fastcase_result absent_by_read(struct fastcase_engine *e,
 					   const struct fastcase_dir_state *st,
@@ -1226,6 +1227,9 @@ static enum fastcase_result absent_by_read(struct fastcase_engine *e,
 {
 	bool ambiguous = false;
 
+	if (res == FASTCASE_UNKNOWN && !e->scan_put_off_lookups) {
+		return res;
+	}
 	if (res == FASTCASE_UNKNOWN) {
 		if (scan_disk_name(e, st->fd, name, mem_ctx, found,
 				   &ambiguous) != 0) {
@@ -1785,6 +1789,7 @@ int fastcase_engine_create(TALLOC_CTX *mem_ctx,
 	e->watch_started_data = opts->watch_started_data;
 	e->create_count = opts->create_count;
 	e->create_count_data = opts->create_count_data;
+	e->scan_put_off_lookups = opts->scan_put_off_lookups;
 	if (!opts->watch_on_first_use) {
 		start_watch(e);
 	}

@@ -193,6 +193,23 @@ static unsigned fastcase_watch_limit(struct vfs_handle_struct *handle,
 	return 0;
 }
 
+/* Whether module is listed after (below) fastcase in "vfs objects". */
+static bool fastcase_listed_below(struct vfs_handle_struct *handle,
+				  const char *module)
+{
+	const char **objects = lp_vfs_objects(SNUM(handle->conn));
+	bool below = false;
+	size_t i;
+
+	for (i = 0; objects != NULL && objects[i] != NULL; i++) {
+		if (below && strcmp(objects[i], module) == 0) {
+			return true;
+		}
+		below = below || strncmp(objects[i], "fastcase", 8) == 0;
+	}
+	return false;
+}
+
 /*
  * The engine's create_count on a clustered smbd: the count kept with the
  * cluster lock of the directory at fd, under the same key.
@@ -239,6 +256,9 @@ static bool fastcase_start_engine(struct vfs_handle_struct *handle,
 	if (share->cluster_lock != NULL) {
 		opts.create_count = fastcase_create_count;
 		opts.create_count_data = handle;
+		/* vfs_glusterfs_fuse below asks the bricks: cheaper */
+		opts.scan_put_off_lookups =
+			!fastcase_listed_below(handle, "glusterfs_fuse");
 	}
 	if (share->cfg.cache_file != NULL) {
 		path = talloc_strdup(share, share->cfg.cache_file);

@@ -886,6 +886,7 @@ static void test_counted_create_checks(void **state)
 	o.rebuild_interval_ns = 60 * 1000 * 1000 * 1000LL;
 	o.create_count = fake_create_count;
 	o.create_count_data = &c;
+	o.scan_put_off_lookups = true;
 	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
 	st = fastcase_engine_stats(e);
 	touch(dir, "Report.docx");
