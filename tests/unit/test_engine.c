@@ -951,6 +951,48 @@ static void test_counted_create_checks(void **state)
 	close(fd);
 }
 
+/*
+ * With scan_put_off_lookups off (vfs_glusterfs_fuse below asks the
+ * bricks), a lookup whose rebuild is put off is left to the caller, and
+ * its create checks by a read; a build's miss still vouches.
+ */
+static void test_put_off_lookup_left_to_the_caller(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine_options o = options(f, &windows_rules, 0);
+	struct fake_cluster c = { .count = 3 };
+	const struct fastcase_stats *st = NULL;
+	struct fastcase_engine *e = NULL;
+	char *dir = make_dir(f, "left"), *found = NULL;
+	uint64_t fallbacks, scanned;
+	int fd;
+
+	o.exact_create_checks = true;
+	o.rebuild_interval_ns = 60 * 1000 * 1000 * 1000LL;
+	o.create_count = fake_create_count;
+	o.create_count_data = &c;
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	st = fastcase_engine_stats(e);
+	touch(dir, "Report.docx");
+	fd = open_dir(dir);
+
+	expect_lookup(e, fd, "New.txt", NULL);
+	assert_int_equal(cluster_create(e, &c, fd, dir, "New.txt", f,
+					&found), 0);
+	assert_int_equal(st->counted_checks, 1);
+
+	fallbacks = st->fallbacks;
+	scanned = st->scanned_checks;
+	assert_int_equal(fastcase_engine_lookup(e, fd, "Second.txt", f,
+						&found), FASTCASE_UNKNOWN);
+	assert_int_equal(st->fallbacks, fallbacks);
+	assert_int_equal(cluster_create(e, &c, fd, dir, "Second.txt", f,
+					&found), 0);
+	assert_int_equal(st->counted_checks, 1);
+	assert_int_equal(st->scanned_checks, scanned + 1);
+	close(fd);
+}
+
 /* ---- two engines ------------------------------------------------------ */
 
 static void two_engines(struct fixture *f, unsigned watch_limit)
@@ -2242,6 +2284,7 @@ int main(int argc, char **argv)
 		T(test_corrupt_record_from_another_process),
 		T(test_confirmed_hit_meets_a_malformed_bucket),
 		T(test_counted_create_checks),
+		T(test_put_off_lookup_left_to_the_caller),
 		T(test_unusable_cache),
 		T(test_second_engine_same_process),
 		T(test_watch_made_on_first_use),
