@@ -38,7 +38,7 @@ usage: bench.py --build BUILD [--quick] [--out DIR] [--json FILE]
                 [--sizes 1000,10000] [--iterations N] [--budget SECONDS]
                 [--clients 1,8,32] [--concurrency-size N]
                 [--concurrency-seconds S] [--cold-repeats R]
-                [--cache-size BYTES] [--timeout SECONDS]
+                [--cache-size BYTES] [--timeout SECONDS] [--no-pin]
 As root: it runs itself again in new mount and network namespaces.
 """
 
@@ -182,6 +182,52 @@ def names_bytes(path):
 # ---------------------------------------------------------------------------
 # smbd processes
 # ---------------------------------------------------------------------------
+
+class Placement:
+    """Where the timed processes run. With two CPUs or more, the bench
+    (the client) runs on one and each timed smbd process on another,
+    while cells are measured: left to the scheduler, two smbd processes
+    of one configuration doing the same operations differed by up to 30%
+    in CPU time per operation (which CPU each landed on, and whether the
+    client was on it), more than the differences measured. The
+    concurrency phase runs unpinned, as a server does."""
+
+    def __init__(self, enabled):
+        self.allowed = sorted(os.sched_getaffinity(0))
+        self.enabled = enabled and len(self.allowed) >= 2
+        self.client_cpu = self.allowed[:1]
+        self.server_cpu = self.allowed[-1:]
+
+    def describe(self):
+        if not self.enabled:
+            return None
+        return {'client_cpu': self.client_cpu[0],
+                'server_cpu': self.server_cpu[0]}
+
+    def timed(self):
+        """The bench process, before its cells are measured."""
+        if self.enabled:
+            os.sched_setaffinity(0, self.client_cpu)
+
+    def untimed(self):
+        """The bench process, before it forks the concurrency clients."""
+        if self.enabled:
+            os.sched_setaffinity(0, self.allowed)
+
+    def serve(self, client):
+        """Every thread of the smbd process serving client."""
+        if not self.enabled or client.pid is None:
+            return
+        try:
+            for t in os.listdir('/proc/%d/task' % client.pid):
+                os.sched_setaffinity(int(t), self.server_cpu)
+        except OSError as e:
+            log('cannot pin smbd %d: %s' % (client.pid, e))
+
+
+# set by run(); scripts that reuse measure_cell() leave processes unpinned
+PLACEMENT = Placement(False)
+
 
 def children(pid):
     try:
@@ -361,13 +407,21 @@ def measure_cell(smbd, cell, iterations, budget, restorer='fastcase'):
     configs = cell.configs
     clients = {c: Client(smbd, c) for c in configs}
     for c in configs:
+        PLACEMENT.serve(clients[c])
         cell.warm_up(clients[c], c)
     times = {c: [] for c in configs}
     errors = {c: [] for c in configs}
     spent = {c: 0.0 for c in configs}
     over = {c: False for c in configs}
     cpu0 = {c: clients[c].cpu_ns() for c in configs}
+    cpu1 = {}
     for k, order in turns(iterations, configs):
+        if order[0] in SCANNING and not cpu1:
+            # the alternating pair is done: stock's creates and renames
+            # that follow would queue inotify events for the fastcase
+            # process, which it would apply while idle and bill here
+            cpu1 = {c: clients[c].cpu_ns() for c in configs
+                    if c not in SCANNING}
         active = [c for c in order if not over[c]]
         for c in active:
             t0 = time.perf_counter()
@@ -386,12 +440,12 @@ def measure_cell(smbd, cell, iterations, budget, restorer='fastcase'):
                 over[c] = True
     out = {}
     for c in configs:
-        cpu1 = clients[c].cpu_ns()
+        end = cpu1[c] if c in cpu1 else clients[c].cpu_ns()
         n = len(times[c])
         nerr = sum(1 for e in errors[c] if e is None)
         cpu = None
-        if cpu0[c] is not None and cpu1 is not None and n + nerr:
-            cpu = (cpu1 - cpu0[c]) / (n + nerr)
+        if cpu0[c] is not None and end is not None and n + nerr:
+            cpu = (end - cpu0[c]) / (n + nerr)
         out[c] = {
             'times': times[c],
             'iterations': iterations,
@@ -456,6 +510,7 @@ def measure_cold(smbd, build, helper, tree, size, repeats):
         share = cold_share(size, r)
         cache = smbd.shares[share]['fastcase:cache file']
         client = Client(smbd, share)
+        PLACEMENT.serve(client)
         # the process's own first-use costs (loading the fold tables,
         # mapping the cache file) are not the directory's: one wrong-case
         # lookup in the share's small root directory first
@@ -674,6 +729,7 @@ def perf_can_count():
 # ---------------------------------------------------------------------------
 
 def run(args):
+    global PLACEMENT
     started = time.monotonic()
     date = datetime.datetime.now(datetime.timezone.utc)
     harness.loopback_up()
@@ -752,6 +808,9 @@ def run(args):
             h.conn.echo()
             holders.append(h)
 
+        PLACEMENT = Placement(not args.no_pin)
+        res['placement'] = PLACEMENT.describe()
+        PLACEMENT.timed()
         t = time.monotonic()
         for n in sizes:
             log('cold: %s' % size_dir(n))
@@ -772,6 +831,7 @@ def run(args):
                 time.sleep(0.2)
         res['phase_seconds']['operations'] = time.monotonic() - t
 
+        PLACEMENT.untimed()
         t = time.monotonic()
         for nc in args.clients:
             for c in CONFIGS:
@@ -834,6 +894,10 @@ def parse_args(argv):
                    'as trust_inotify=no (_ for a space; repeatable)')
     p.add_argument('--timeout', type=int,
                    help='seconds before the whole run is stopped')
+    p.add_argument('--no-pin', action='store_true',
+                   help='leave the timed processes to the scheduler '
+                   '(default: the client on one CPU, each timed smbd '
+                   'process on another)')
     args = p.parse_args(argv)
     args.profile = 'quick' if args.quick else 'full'
     prof = PROFILES[args.profile]

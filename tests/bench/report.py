@@ -481,6 +481,26 @@ def markdown(res, plot_name):
                  '`/proc/PID/task/*/schedstat` (nanoseconds), over all '
                  'its operations in the cell, divided by their number.'
                  % m.get('perf_event_paranoid', '?'))
+    L.append('- Creates and renames in a shared directory queue inotify '
+             'events for every fastcase process watching it: the fastcase '
+             'figures of those cells include applying the events of '
+             'sensitive\'s creates and renames, made in the same '
+             'directory in alternation, as a server applies changes made '
+             'by other programs. Each configuration\'s CPU time is read '
+             'when its own iterations end, before stock runs.')
+    pl = res.get('placement')
+    if pl:
+        L.append('- Placement: while the cold samples and the cells are '
+                 'measured, the bench (the client) runs on CPU %d and each '
+                 'timed smbd process, every thread, on CPU %d '
+                 '(`sched_setaffinity`); the concurrency phase runs '
+                 'unpinned. Left to the scheduler, two smbd processes of '
+                 'one configuration doing the same operations differed by '
+                 'up to 30%% in CPU time per operation. `--no-pin` turns '
+                 'this off.' % (pl['client_cpu'], pl['server_cpu']))
+    elif 'placement' in res:
+        L.append('- Placement: none (`--no-pin`, or one CPU): the '
+                 'scheduler placed every process.')
     L.append('- Phases: %s.' % ', '.join(
         '%s %.0f s' % (k, v) for k, v in res['phase_seconds'].items()))
     L.append('')
