@@ -51,4 +51,10 @@ void fastcase_watch_remove(struct fastcase_watch *w, int wd);
 int fastcase_watch_drain(struct fastcase_watch *w, fastcase_watch_fn fn,
 			 void *private_data);
 
+/*
+ * How many events the kernel queues per instance before it drops them
+ * (fs.inotify.max_queued_events); 0 when it cannot be read.
+ */
+unsigned fastcase_watch_queue_limit(void);
+
 #endif /* _FASTCASE_WATCH_H_ */

@@ -126,3 +126,18 @@ int fastcase_watch_drain(struct fastcase_watch *w, fastcase_watch_fn fn,
 		}
 	}
 }
+
+unsigned fastcase_watch_queue_limit(void)
+{
+	FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+	unsigned limit = 0;
+
+	if (f == NULL) {
+		return 0;
+	}
+	if (fscanf(f, "%u", &limit) != 1) {
+		limit = 0;
+	}
+	fclose(f);
+	return limit;
+}

@@ -38,6 +38,7 @@
 #include "fastcase_fstype.h"
 #include "fastcase_params.h"
 #include "fastcase_cluster_lock.h"
+#include "fastcase_watch.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -111,6 +112,9 @@ struct fastcase_share {
 	struct fastcase_config cfg;
 	struct fastcase_engine *engine;
 	struct tevent_fd *watch_fde;
+	/* idle: apply events in batches (fastcase_watch_handler()) */
+	bool batch_events;
+	struct tevent_timer *batch_timer;	/* the pending batch */
 	bool authoritative;	/* answer even when smbd would scan */
 	/* the engine's change count when smbd's real-name memcache was
 	 * last known true for this share */
@@ -126,10 +130,38 @@ struct fastcase_share {
 
 static int fastcase_share_destructor(struct fastcase_share *share)
 {
-	/* the event must go before the engine closes the fd */
+	/* the events must go before the engine closes the fd */
+	TALLOC_FREE(share->batch_timer);
 	TALLOC_FREE(share->watch_fde);
 	TALLOC_FREE(share->engine);
 	return 0;
+}
+
+/*
+ * An idle process applies the events of a watched directory a batch at a
+ * time, one wakeup per FASTCASE_BATCH_USEC at most instead of one per
+ * change: each process that watches a busy directory pays for every
+ * change made there (44 us of CPU per create through another program,
+ * one at a time, tests/bench/idle_events.py). Lookups do not wait for
+ * the batch: each drains the queue itself first. A queue that holds
+ * fewer events than a burst of changes can make in that time would
+ * overflow (safe, but every directory is then read again): with such a
+ * fs.inotify.max_queued_events, events are applied one at a time.
+ */
+#define FASTCASE_BATCH_USEC 20000
+#define FASTCASE_BATCH_MIN_QUEUE 16384
+
+static void fastcase_apply_batch(struct tevent_context *ev,
+				 struct tevent_timer *te,
+				 struct timeval current_time,
+				 void *private_data)
+{
+	struct fastcase_share *share = talloc_get_type_abort(
+		private_data, struct fastcase_share);
+
+	share->batch_timer = NULL;
+	fastcase_engine_process_events(share->engine);
+	tevent_fd_set_flags(share->watch_fde, TEVENT_FD_READ);
 }
 
 static void fastcase_watch_handler(struct tevent_context *ev,
@@ -139,6 +171,16 @@ static void fastcase_watch_handler(struct tevent_context *ev,
 	struct fastcase_share *share = talloc_get_type_abort(
 		private_data, struct fastcase_share);
 
+	if (share->batch_events && share->batch_timer == NULL) {
+		share->batch_timer = tevent_add_timer(
+			ev, share,
+			tevent_timeval_current_ofs(0, FASTCASE_BATCH_USEC),
+			fastcase_apply_batch, share);
+	}
+	if (share->batch_timer != NULL) {
+		tevent_fd_set_flags(fde, 0);
+		return;
+	}
 	/* apply events while idle, so the queue never overflows */
 	fastcase_engine_process_events(share->engine);
 }
@@ -154,6 +196,8 @@ static void fastcase_watch_started(void *private_data, int fd)
 	struct fastcase_share *share = talloc_get_type_abort(
 		private_data, struct fastcase_share);
 
+	share->batch_events =
+		fastcase_watch_queue_limit() >= FASTCASE_BATCH_MIN_QUEUE;
 	share->watch_fde = tevent_add_fd(global_event_context(), share, fd,
 					 TEVENT_FD_READ,
 					 fastcase_watch_handler, share);

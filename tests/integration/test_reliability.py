@@ -961,6 +961,15 @@ class CacheFileSystemTooFullToOpen(CacheFileSystemFull):
     LOGGED = 'cannot use the cache file'
 
 
+def voluntary_switches(pid):
+    """How often the process has gone to sleep (/proc/PID/status)."""
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('voluntary_ctxt_switches:'):
+                return int(line.split()[1])
+    raise RuntimeError('no voluntary_ctxt_switches for %d' % pid)
+
+
 class InotifyLimits(SmbdTestCase):
     """Few watches and a short event queue: overflows and failed watches
     fall back to validation, never to a stale answer, and the cache still
@@ -1008,6 +1017,33 @@ class InotifyLimits(SmbdTestCase):
         # the queue did overflow, and the cache, revalidated, answered
         self.assertAnsweredFromCache('fc', hits=29 + 11, misses=1 + 12,
                                      overflows=1)
+
+    def test_idle_process_wakes_per_batch(self):
+        # a queue that holds a burst of changes: an idle process applies
+        # them a batch at a time (vfs_fastcase.c, FASTCASE_BATCH_USEC),
+        # not waking once per change, and its lookups still see each one
+        self.set_limit(self.QUEUE, 16384)
+        d = self.fresh_dir('fc')
+        self.smbd.wait_unused()
+        c = self.conn('fc')
+        with self.assertRaises(NTSTATUSError):
+            c.loadfile(d + '\\FILE0')
+        pids = self.smbd.session_pids()
+        self.assertEqual(len(pids), 1, pids)
+        woken = voluntary_switches(pids[0])
+        for i in range(300):
+            with open(self.local('fc', d, 'File%d' % i), 'w') as f:
+                f.write(str(i))
+            time.sleep(0.001)
+        time.sleep(0.1)
+        woken = voluntary_switches(pids[0]) - woken
+        # one at a time it woke 300 times; in batches twice per 20 ms
+        self.assertLess(woken, 150)
+        for i in range(0, 300, 7):
+            self.assertEqual(c.loadfile(d + '\\FILE%d' % i), b'%d' % i)
+        del c
+        counters = self.assertAnsweredFromCache('fc', hits=43, misses=1)
+        self.assertEqual(counters['overflows'], 0, counters)
 
     def test_watches_exhausted(self):
         # no watch can be added by anyone of this user
