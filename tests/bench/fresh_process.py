@@ -14,14 +14,14 @@ then --ops more ("warm"). Reports the median smbd CPU time per operation
 (/proc/PID/task/*/schedstat) and the minor page faults per operation of
 each share's process, first and warm.
 
-usage: fresh_process.py --build BUILD [--entries N] [--ops N]
+usage: fresh_process.py --build BUILD [--entries N] [--ops N] [--no-pin]
 """
 
 import argparse
 import statistics
 
 import oneshot
-from bench import Client
+from bench import Client, Placement
 
 from samba import NTSTATUSError
 
@@ -79,6 +79,8 @@ def run(args):
             'fastcase': {'path': server.tree, 'case sensitive': 'no',
                          'vfs objects': 'fastcase'},
         })
+        placement = Placement(not args.no_pin)
+        placement.timed()
         builder = Client(smbd, 'fastcase')
         open_close(builder, 'big\\Build_the_cache.txt')
         print('%d entries; median smbd CPU us per operation and minor '
@@ -91,6 +93,7 @@ def run(args):
         for kind in ('miss', 'wrong-case open'):
             clients = {s: Client(smbd, s) for s in SHARES}
             for s in SHARES:
+                placement.serve(clients[s])
                 open_close(clients[s], 'big\\Warmup_%s.txt' % kind[0])
             for label, first in (('first', 0), ('warm', args.ops)):
                 r = measure(clients, kind, first, args.ops, args.entries)
@@ -108,6 +111,10 @@ def main():
     p.add_argument('--build', required=True)
     p.add_argument('--entries', type=int, default=1000000)
     p.add_argument('--ops', type=int, default=250)
+    p.add_argument('--no-pin', action='store_true',
+                   help='leave the processes to the scheduler (default: '
+                   'the client on one CPU, the smbd processes on another, '
+                   'as ./waf bench places them)')
     oneshot.main(__file__, p, run)
 
 

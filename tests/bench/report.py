@@ -370,6 +370,12 @@ def markdown(res, plot_name):
              'each: in turn a wrong-case open, a miss, a create and an '
              'exact-case open, on names the process has not used before.'
              % (fmt_int(p['concurrency_size']), p['concurrency_seconds']))
+    if res.get('method_version', 1) >= 2:
+        L[-1] += (' Sensitive and fastcase run in two halves each, in the '
+                  'order sensitive, fastcase, fastcase, sensitive, and '
+                  'stock after them: creates in the directory get slower '
+                  'through a run, and a configuration that always ran '
+                  'last paid for it.')
     L.append('')
     L.append('| clients | config | ops | ops/s | p50 ms | p99 ms | '
              'ops/s / sensitive | |')
@@ -481,13 +487,15 @@ def markdown(res, plot_name):
                  '`/proc/PID/task/*/schedstat` (nanoseconds), over all '
                  'its operations in the cell, divided by their number.'
                  % m.get('perf_event_paranoid', '?'))
-    L.append('- Creates and renames in a shared directory queue inotify '
-             'events for every fastcase process watching it: the fastcase '
-             'figures of those cells include applying the events of '
-             'sensitive\'s creates and renames, made in the same '
-             'directory in alternation, as a server applies changes made '
-             'by other programs. Each configuration\'s CPU time is read '
-             'when its own iterations end, before stock runs.')
+    if res.get('method_version', 1) >= 2:
+        L.append('- Creates and renames in a shared directory queue inotify '
+                 'events for every fastcase process watching it: the '
+                 'fastcase figures of those cells include applying the '
+                 'events of sensitive\'s creates and renames, made in the '
+                 'same directory in alternation, as a server applies '
+                 'changes made by other programs. Each configuration\'s '
+                 'CPU time is read when its own iterations end, before '
+                 'stock runs.')
     pl = res.get('placement')
     if pl:
         L.append('- Placement: while the cold samples and the cells are '
