@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""
+Where fastcase's extra server time goes, symbol by symbol: perf samples
+(cpu-clock) of one smbd process doing --ops operations on a
+`case sensitive = yes` share (names in on-disk case) and of one doing the
+same operations on a fastcase share (names in upper case), as microseconds
+per operation by shared object and symbol, and the symbols whose time
+grew most. The two processes take turns, one operation each, and are
+placed as ./waf bench places them (client on one CPU, smbd on another). Debian's libraries have no frame pointers:
+self time only.
+
+usage: profile_diff.py --build BUILD [--op wrong|miss|deep] [--entries N]
+                       [--ops N] [--top N]
+"""
+
+import argparse
+import collections
+import os
+import re
+import subprocess
+import time
+
+import oneshot
+from bench import Client, Placement
+
+from samba import NTSTATUSError
+
+READ_ATTR = 0x80
+SHARE_ALL = 7
+FILE_OPEN = 1
+FREQ = 4999
+DEEP = ['Dir%d' % k for k in range(9)] + ['leaf']
+
+
+def samples_per_op(pids, fn, out, ops):
+    """{pid: {(object, symbol): microseconds per operation}} while fn
+    runs."""
+    perf = subprocess.Popen(['perf', 'record', '-e', 'cpu-clock',
+                             '-F', str(FREQ), '-p',
+                             ','.join(str(p) for p in pids), '-o', out],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        fn()
+    finally:
+        perf.send_signal(2)
+        perf.wait()
+    r = subprocess.run(['perf', 'report', '-i', out, '--stdio',
+                        '--sort', 'pid,dso,sym', '-F',
+                        'sample,pid,dso,sym'],
+                       capture_output=True, text=True)
+    us = {p: collections.Counter() for p in pids}
+    for line in r.stdout.splitlines():
+        m = re.match(r'\s*(\d+)\s+(\d+):\S*\s+(\S+)\s+\[.\]\s+(.*)$',
+                     line)
+        if m and int(m.group(2)) in us:
+            us[int(m.group(2))][(m.group(3), m.group(4).strip())] += (
+                int(m.group(1)) * 1e6 / FREQ / ops)
+    return us
+
+
+def path_of(op, share, i):
+    upper = share == 'fastcase'
+    if op == 'miss':
+        return 'big\\Missing_%s_%07d.txt' % (share, i)
+    if op == 'deep':
+        path = 'big\\' + '\\'.join(DEEP) + '\\F_%05d.txt' % i
+    else:
+        path = 'big\\File_%07d_data.txt' % i
+    return path.upper() if upper else path
+
+
+def one_operation(client, op, share, i):
+    try:
+        f = client.conn.create(path_of(op, share, i),
+                               DesiredAccess=READ_ATTR,
+                               ShareAccess=SHARE_ALL,
+                               CreateDisposition=FILE_OPEN)
+    except NTSTATUSError:
+        if op != 'miss':
+            raise
+        return
+    client.conn.close(f)
+
+
+def taking_turns(clients, op, count):
+    """The shares take turns, one operation each, each first in every
+    other round, as ./waf bench runs them."""
+    def run():
+        shares = list(clients)
+        for i in range(count):
+            for share in (shares if i % 2 == 0 else shares[::-1]):
+                one_operation(clients[share], op, share, i)
+    return run
+
+
+def run(args):
+    with oneshot.Server(args.build, 'fastcase-pdiff-') as server:
+        server.fill('big', ('File_%07d_data.txt' % i
+                            for i in range(args.entries)))
+        for depth in range(1, len(DEEP) + 1):
+            names = (['F_%05d.txt' % i for i in range(args.ops)]
+                     if depth == len(DEEP) else [])
+            server.fill('/'.join(['big'] + DEEP[:depth]), names)
+        smbd = server.start({
+            'sensitive': {'path': server.tree, 'case sensitive': 'yes'},
+            'fastcase': {'path': server.tree, 'case sensitive': 'no',
+                         'vfs objects': 'fastcase'}})
+        placement = Placement(True)
+        placement.timed()
+        clients = {}
+        for share in ('sensitive', 'fastcase'):
+            clients[share] = Client(smbd, share)
+            placement.serve(clients[share])
+            one_operation(clients[share], 'miss', 'warmup_' + share, 0)
+        by_pid = samples_per_op([c.pid for c in clients.values()],
+                                taking_turns(clients, args.op, args.ops),
+                                os.path.join(server.work, 'perf.data'),
+                                args.ops)
+        us = {share: by_pid[c.pid] for share, c in clients.items()}
+        for c in clients.values():
+            c.close()
+        report(us, args)
+
+
+def report(us, args):
+    s, f = us['sensitive'], us['fastcase']
+    print('%s, %d operations, %d entries: smbd self time, us per '
+          'operation (perf, cpu-clock)' % (args.op, args.ops, args.entries))
+    print('total: sensitive %.1f, fastcase %.1f' % (sum(s.values()),
+                                                   sum(f.values())))
+    objects = collections.Counter()
+    for share, table in us.items():
+        for (dso, _sym), v in table.items():
+            objects[(share, dso)] += v
+    print('| object | sensitive | fastcase | difference |')
+    print('|---|---:|---:|---:|')
+    for dso in sorted({d for _s, d in objects},
+                      key=lambda d: -objects[('fastcase', d)])[:args.top]:
+        a, b = objects[('sensitive', dso)], objects[('fastcase', dso)]
+        print('| %s | %.2f | %.2f | %+.2f |' % (dso, a, b, b - a))
+    print('| symbol | sensitive | fastcase | difference |')
+    print('|---|---:|---:|---:|')
+    for key in sorted(set(s) | set(f),
+                      key=lambda k: -(f.get(k, 0) - s.get(k, 0)))[:args.top]:
+        a, b = s.get(key, 0), f.get(key, 0)
+        print('| %s %s | %.2f | %.2f | %+.2f |' % (key[0], key[1][:60],
+                                                  a, b, b - a))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--build', required=True)
+    p.add_argument('--op', choices=('wrong', 'miss', 'deep'),
+                   default='wrong')
+    p.add_argument('--entries', type=int, default=100000)
+    p.add_argument('--ops', type=int, default=5000)
+    p.add_argument('--top', type=int, default=15)
+    oneshot.main(__file__, p, run)
+
+
+if __name__ == '__main__':
+    main()
