@@ -187,10 +187,10 @@ class Placement:
     """Where the timed processes run. With two CPUs or more, the bench
     (the client) runs on one and each timed smbd process on another,
     while cells are measured: left to the scheduler, two smbd processes
-    of one configuration doing the same operations differed by up to 30%
-    in CPU time per operation (which CPU each landed on, and whether the
-    client was on it), more than the differences measured. The
-    concurrency phase runs unpinned, as a server does."""
+    of one configuration doing the same operations differed by up to 28%
+    in median CPU time per operation, more than the differences measured;
+    pinned, by at most 3% (process_spread.py). The concurrency phase runs
+    unpinned, as a server does."""
 
     def __init__(self, enabled):
         self.allowed = sorted(os.sched_getaffinity(0))

@@ -504,8 +504,10 @@ def markdown(res, plot_name):
                  '(`sched_setaffinity`); the concurrency phase runs '
                  'unpinned. Left to the scheduler, two smbd processes of '
                  'one configuration doing the same operations differed by '
-                 'up to 30%% in CPU time per operation. `--no-pin` turns '
-                 'this off.' % (pl['client_cpu'], pl['server_cpu']))
+                 'up to 28%% in median CPU time per operation, pinned by '
+                 'at most 3%% (`tests/bench/process_spread.py`, '
+                 '2026-12-07). `--no-pin` turns this off.'
+                 % (pl['client_cpu'], pl['server_cpu']))
     elif 'placement' in res:
         L.append('- Placement: none (`--no-pin`, or one CPU): the '
                  'scheduler placed every process.')
