@@ -664,8 +664,8 @@ def concurrency_order():
     last seconds when it allocates one, and every run deletes what it
     created), and a configuration that always ran last paid for it: in
     the order sensitive, stock, fastcase, one client of fastcase got
-    0.65x sensitive's operations per second in ./waf bench, 0.87x and
-    1.04x in two runs of its own."""
+    0.65x sensitive's operations per second in ./waf bench, 0.88x in
+    this order (docs/PERFORMANCE.md, 2026-12-07)."""
     pair = [c for c in CONFIGS if c not in SCANNING]
     order = [(c, 0.5) for c in pair] + [(c, 0.5) for c in pair[::-1]]
     return order + [(c, 1.0) for c in CONFIGS if c in SCANNING]
