@@ -14,7 +14,9 @@ tree in a temporary directory that goes away with it.
 """
 
 import os
+import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
@@ -66,6 +68,22 @@ class Server:
         self.smbd = harness.Smbd(shares, prefix=self.prefix + 'smbd-')
         self.smbd.start()
         return self.smbd
+
+
+def perf_record(pids, fn, out, freq):
+    """perf samples (cpu-clock, freq per second) of the processes pids
+    into the file out while fn runs."""
+    perf = subprocess.Popen(['perf', 'record', '-e', 'cpu-clock',
+                             '-F', str(freq), '-p',
+                             ','.join(str(p) for p in pids), '-o', out],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        fn()
+    finally:
+        perf.send_signal(2)
+        perf.wait()
 
 
 def main(script, parser, run):

@@ -18,7 +18,6 @@ import collections
 import os
 import re
 import subprocess
-import time
 
 import oneshot
 from bench import Client, Placement
@@ -35,17 +34,7 @@ DEEP = ['Dir%d' % k for k in range(9)] + ['leaf']
 def samples_per_op(pids, fn, out, ops):
     """{pid: {(object, symbol): microseconds per operation}} while fn
     runs."""
-    perf = subprocess.Popen(['perf', 'record', '-e', 'cpu-clock',
-                             '-F', str(FREQ), '-p',
-                             ','.join(str(p) for p in pids), '-o', out],
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.5)
-        fn()
-    finally:
-        perf.send_signal(2)
-        perf.wait()
+    oneshot.perf_record(pids, fn, out, FREQ)
     r = subprocess.run(['perf', 'report', '-i', out, '--stdio',
                         '--sort', 'pid,dso,sym', '-F',
                         'sample,pid,dso,sym'],

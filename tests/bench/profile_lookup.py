@@ -16,7 +16,6 @@ import argparse
 import os
 import re
 import subprocess
-import time
 
 import oneshot
 from bench import Client
@@ -29,16 +28,7 @@ FILE_OPEN = 1
 
 
 def profile(pid, fn, out, symbols):
-    perf = subprocess.Popen(['perf', 'record', '-e', 'cpu-clock',
-                             '-F', '4999', '-p', str(pid), '-o', out],
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.5)
-        fn()
-    finally:
-        perf.send_signal(2)
-        perf.wait()
+    oneshot.perf_record([pid], fn, out, 4999)
     r = subprocess.run(['perf', 'report', '-i', out, '--stdio',
                         '--sort', 'dso'], capture_output=True, text=True)
     rows = []
