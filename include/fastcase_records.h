@@ -52,8 +52,13 @@ struct fastcase_dir_record {
 	uint64_t bytes;
 };
 
-/* Names per bucket a build aims at, and the most a bucket may hold. */
-#define FASTCASE_NAMES_PER_BUCKET 8
+/*
+ * Names per bucket a build aims at, and the most a bucket may hold. A
+ * TDB store costs mostly the same whatever its size, so fewer, larger
+ * buckets make a cold build cheaper; a lookup pays for folding the
+ * names of its bucket (docs/DESIGN.md, "cold build").
+ */
+#define FASTCASE_NAMES_PER_BUCKET 16
 #define FASTCASE_BUCKET_NAMES_MAX 256
 #define FASTCASE_GEN_BUCKET_BITS 0x1f
 

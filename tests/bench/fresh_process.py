@@ -23,27 +23,12 @@ import statistics
 import oneshot
 from bench import Client, Placement
 
-from samba import NTSTATUSError
-
-READ_ATTR = 0x80
-SHARE_ALL = 7
-FILE_OPEN = 1
 SHARES = ('sensitive', 'fastcase')
 
 
 def minor_faults(pid):
     with open('/proc/%d/stat' % pid) as f:
         return int(f.read().rsplit(')', 1)[1].split()[7])
-
-
-def open_close(client, path):
-    try:
-        fnum = client.conn.create(path, DesiredAccess=READ_ATTR,
-                                  ShareAccess=SHARE_ALL,
-                                  CreateDisposition=FILE_OPEN)
-    except NTSTATUSError:
-        return
-    client.conn.close(fnum)
 
 
 def op_path(kind, share, i, entries):
@@ -63,7 +48,7 @@ def measure(clients, kind, first, count, entries):
         for s in order:
             c = clients[s]
             t0 = c.cpu_ns()
-            open_close(c, op_path(kind, s, i, entries))
+            oneshot.open_or_miss(c, op_path(kind, s, i, entries))
             cpu[s].append(c.cpu_ns() - t0)
     return {s: (statistics.median(cpu[s]) / 1e3,
                 (minor_faults(clients[s].pid) - faults0[s]) / count)
@@ -82,7 +67,7 @@ def run(args):
         placement = Placement(not args.no_pin)
         placement.timed()
         builder = Client(smbd, 'fastcase')
-        open_close(builder, 'big\\Build_the_cache.txt')
+        oneshot.open_or_miss(builder, 'big\\Build_the_cache.txt')
         print('%d entries; median smbd CPU us per operation and minor '
               'page faults per operation, over %d operations of a new '
               'process ("first") and its next %d ("warm")'
@@ -94,7 +79,7 @@ def run(args):
             clients = {s: Client(smbd, s) for s in SHARES}
             for s in SHARES:
                 placement.serve(clients[s])
-                open_close(clients[s], 'big\\Warmup_%s.txt' % kind[0])
+                oneshot.open_or_miss(clients[s], 'big\\Warmup_%s.txt' % kind[0])
             for label, first in (('first', 0), ('warm', args.ops)):
                 r = measure(clients, kind, first, args.ops, args.entries)
                 print('| %s | %s | %.0f | %.0f | %.2fx | %.2f | %.2f |'

@@ -70,11 +70,24 @@ class Server:
         return self.smbd
 
 
-def perf_record(pids, fn, out, freq):
+def open_or_miss(client, path):
+    """Opens and closes path on client's connection if it exists: the
+    lookup is what is measured, a miss is as good as a hit."""
+    from samba import NTSTATUSError
+    from bench import open_close
+    try:
+        open_close(client.conn, path)
+    except NTSTATUSError:
+        pass
+
+
+def perf_record(pids, fn, out, freq, call_graph=False):
     """perf samples (cpu-clock, freq per second) of the processes pids
-    into the file out while fn runs."""
-    perf = subprocess.Popen(['perf', 'record', '-e', 'cpu-clock',
-                             '-F', str(freq), '-p',
+    into the file out while fn runs; with call_graph, with their callers
+    (DWARF unwinding: Debian's libraries have no frame pointers)."""
+    graph = ['--call-graph', 'dwarf,16384'] if call_graph else []
+    perf = subprocess.Popen(['perf', 'record', '-e', 'cpu-clock'] + graph +
+                            ['-F', str(freq), '-p',
                              ','.join(str(p) for p in pids), '-o', out],
                             stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
