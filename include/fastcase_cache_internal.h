@@ -45,6 +45,7 @@ struct cache_file {
 	pid_t pid;	/* the opener: a forked child must not use it */
 	unsigned refs;
 	int lock_fd;
+	struct lock_wake_word *wake;	/* the lock file's first page */
 	struct {
 		uint32_t slot;
 		unsigned depth;
@@ -56,6 +57,13 @@ struct fastcase_cache {
 	struct cache_file *file;
 	uint64_t max_bytes;	/* this share's "fastcase:cache size" */
 };
+
+/*
+ * Maps the first page of the lock file, where lock waiters sleep
+ * (fastcase_lock.c); without it (file->wake NULL) they poll.
+ */
+void fastcase_lock_file_map_wake_page(struct cache_file *file);
+void fastcase_lock_file_unmap_wake_page(struct cache_file *file);
 
 static inline TDB_DATA cache_string_key(const char *s)
 {

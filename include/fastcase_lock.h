@@ -1,8 +1,8 @@
 /*
  * vfs_fastcase: directory locks
  *
- * The lock hierarchy, the one place it is written (tests/unit/test_lock.c
- * checks each rule):
+ * The lock hierarchy, the one place it is written (tests/unit/test_cache.c,
+ * test_dir_locks, checks each rule):
  *
  * 1. A directory's lock serialises every change to that directory's
  *    records (a build, a name added or removed, a stamp refreshed) and
@@ -38,10 +38,23 @@
 #define _FASTCASE_LOCK_H_
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "fastcase_cache.h"
 
 #define FASTCASE_LOCK_WAIT_MS 5000
 #define FASTCASE_TRIM_WAIT_MS 50
+
+/*
+ * The lock file's first page: where waiters for a directory's lock sleep
+ * (a futex on seq) until an unlock wakes them; the lock itself is the
+ * OFD lock. A directory's slot uses word slot % FASTCASE_LOCK_WAKE_WORDS.
+ */
+#define FASTCASE_LOCK_WAKE_WORDS 512
+
+struct lock_wake_word {
+	uint32_t seq;		/* bumped by every unlock of its slots */
+	uint32_t sleepers;	/* waiters asleep on seq: skip the wake */
+};
 
 /*
  * Returns 0; ETIMEDOUT when the wait expired; EWOULDBLOCK when another

@@ -67,6 +67,7 @@ static int cache_file_destructor(struct cache_file *file)
 		tdb_close(file->tdb);
 		file->tdb = NULL;
 	}
+	fastcase_lock_file_unmap_wake_page(file);
 	if (file->lock_fd != -1) {
 		close(file->lock_fd);
 		file->lock_fd = -1;
@@ -172,6 +173,7 @@ static void forget_files_in_child(void)
 	struct cache_file *file = NULL;
 
 	for (file = open_files; file != NULL; file = file->next) {
+		fastcase_lock_file_unmap_wake_page(file);
 		if (file->lock_fd != -1) {
 			close(file->lock_fd);
 			file->lock_fd = -1;
@@ -223,7 +225,11 @@ static int open_lock_file(struct cache_file *file)
 	}
 	file->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	TALLOC_FREE(lock_path);
-	return file->lock_fd == -1 ? errno : 0;
+	if (file->lock_fd == -1) {
+		return errno;
+	}
+	fastcase_lock_file_map_wake_page(file);
+	return 0;
 }
 
 static int open_file(const char *path, unsigned hash_size,

@@ -12,6 +12,10 @@
 #include "replace.h"
 #include "system/filesys.h"
 #include "system/time.h"
+#include "lib/util/debug.h"
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
 #include "fastcase_cache_internal.h"
 #include "fastcase_lock.h"
 #include "fastcase_records.h"
@@ -31,12 +35,94 @@
 #define POLL_FIRST_US 20
 #define POLL_MAX_US 2000
 
+/*
+ * A waiter sleeps on a futex in the lock file's first page rather than
+ * polling: each unlock bumps its slot's word and wakes one sleeper, so a
+ * lock that comes free is taken at once, with one sleep and one wake-up
+ * instead of several (docs/DESIGN.md, "The cache"). The OFD lock stays
+ * the lock: the word only says "try again now". A wake-up that never
+ * comes (a holder that died, a process of an older module, two slots
+ * that share a word, the word's page overwritten) costs at most one
+ * sleep of POLL_MAX_US, so every wait keeps its deadline.
+ */
+#define WAKE_WORDS FASTCASE_LOCK_WAKE_WORDS
+#define WAKE_PAGE_SIZE (WAKE_WORDS * sizeof(struct lock_wake_word))
+
 static int64_t monotonic_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+void fastcase_lock_file_map_wake_page(struct cache_file *file)
+{
+	struct stat st;
+	void *page;
+
+	file->wake = NULL;
+	if (fstat(file->lock_fd, &st) != 0 ||
+	    (st.st_size < (off_t)WAKE_PAGE_SIZE &&
+	     ftruncate(file->lock_fd, WAKE_PAGE_SIZE) != 0)) {
+		DBG_NOTICE("%s.lock: no wake-up page (%s); lock waits poll\n",
+			   file->path, strerror(errno));
+		return;
+	}
+	page = mmap(NULL, WAKE_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    file->lock_fd, 0);
+	if (page == MAP_FAILED) {
+		DBG_NOTICE("%s.lock: cannot map its wake-up page (%s); lock "
+			   "waits poll\n", file->path, strerror(errno));
+		return;
+	}
+	file->wake = page;
+}
+
+void fastcase_lock_file_unmap_wake_page(struct cache_file *file)
+{
+	if (file->wake != NULL) {
+		munmap(file->wake, WAKE_PAGE_SIZE);
+		file->wake = NULL;
+	}
+}
+
+static struct lock_wake_word *wake_word(const struct cache_file *file,
+					uint32_t slot)
+{
+	return file->wake == NULL ? NULL : &file->wake[slot % WAKE_WORDS];
+}
+
+/*
+ * Sleeps until w's seq is no longer seq, a wake-up or us pass. The
+ * sleeper is counted before the futex reads seq and the waker bumps seq
+ * before it reads the count (both sequentially consistent), so a waker
+ * that sees no sleeper has bumped seq before the sleeper's futex read it,
+ * and the futex returns at once.
+ */
+static void wake_word_sleep(struct lock_wake_word *w, uint32_t seq,
+			    int64_t us)
+{
+	struct timespec ts = {
+		.tv_sec = us / 1000000,
+		.tv_nsec = (us % 1000000) * 1000,
+	};
+
+	__atomic_add_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &w->seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+	__atomic_sub_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+static void wake_word_wake(struct lock_wake_word *w, int sleepers)
+{
+	if (w == NULL) {
+		return;
+	}
+	__atomic_add_fetch(&w->seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->sleepers, __ATOMIC_SEQ_CST) != 0) {
+		syscall(SYS_futex, &w->seq, FUTEX_WAKE, sleepers, NULL, NULL,
+			0);
+	}
 }
 
 static int ofd_try(int fd, short type, off_t start, off_t len)
@@ -61,25 +147,36 @@ static int ofd_try(int fd, short type, off_t start, off_t len)
 
 /*
  * A blocking F_OFD_SETLKW cannot be given a deadline without a signal,
- * and smbd owns its signals: poll instead, backing off, so a free lock
- * costs one fcntl() and a busy one at most a few per millisecond.
+ * and smbd owns its signals: sleep on w until an unlock, or without one
+ * poll, backing off, so a free lock costs one fcntl() and a busy one at
+ * most a few per millisecond.
  */
-static int ofd_lock_within(int fd, off_t start, off_t len, unsigned wait_ms)
+static int ofd_lock_within(int fd, off_t start, off_t len, unsigned wait_ms,
+			   struct lock_wake_word *w)
 {
 	int64_t deadline = monotonic_us() + (int64_t)wait_ms * 1000;
-	unsigned pause_us = POLL_FIRST_US;
+	int64_t pause_us = POLL_FIRST_US, left_us;
+	uint32_t seq = 0;
 	int ret;
 
 	for (;;) {
+		if (w != NULL) {
+			seq = __atomic_load_n(&w->seq, __ATOMIC_SEQ_CST);
+		}
 		ret = ofd_try(fd, F_WRLCK, start, len);
 		if (ret != EWOULDBLOCK) {
 			return ret;
 		}
-		if (monotonic_us() >= deadline) {
+		left_us = deadline - monotonic_us();
+		if (left_us <= 0) {
 			return wait_ms == 0 ? EWOULDBLOCK : ETIMEDOUT;
 		}
-		usleep(pause_us);
-		pause_us = MIN(pause_us * 2, POLL_MAX_US);
+		if (w != NULL) {
+			wake_word_sleep(w, seq, MIN(left_us, POLL_MAX_US));
+		} else {
+			usleep(MIN(left_us, pause_us));
+			pause_us = MIN(pause_us * 2, POLL_MAX_US);
+		}
 	}
 }
 
@@ -110,7 +207,8 @@ static int dir_lock_within(struct fastcase_cache *cache,
 		return EDEADLK;
 	}
 	ret = ofd_lock_within(file->lock_fd, slot, 1,
-			      file->num_held == 0 ? wait_ms : 0);
+			      file->num_held == 0 ? wait_ms : 0,
+			      wake_word(file, slot));
 	if (ret != 0) {
 		return ret;
 	}
@@ -148,6 +246,7 @@ void fastcase_cache_dir_unlock(struct fastcase_cache *cache,
 		}
 		if (--file->held[i].depth == 0) {
 			ofd_try(file->lock_fd, F_UNLCK, slot, 1);
+			wake_word_wake(wake_word(file, slot), 1);
 			file->held[i] = file->held[--file->num_held];
 		}
 		return;
@@ -167,11 +266,17 @@ int fastcase_cache_lock_all(struct fastcase_cache *cache, unsigned wait_ms)
 	if (cache->file->num_held > 0) {
 		return EWOULDBLOCK;
 	}
+	/* rare and short: it polls */
 	return ofd_lock_within(cache->file->lock_fd, 0, DIR_LOCK_SPAN,
-			       wait_ms);
+			       wait_ms, NULL);
 }
 
 void fastcase_cache_unlock_all(struct fastcase_cache *cache)
 {
+	uint32_t i;
+
 	ofd_try(cache->file->lock_fd, F_UNLCK, 0, DIR_LOCK_SPAN);
+	for (i = 0; i < WAKE_WORDS; i++) {
+		wake_word_wake(wake_word(cache->file, i), INT_MAX);
+	}
 }

@@ -26,6 +26,7 @@
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <tdb.h>
 
@@ -1301,6 +1302,114 @@ static void test_smaller_share_limit_wipes_nothing(void **state)
 }
 
 /*
+ * The lock file's wake-up page: the child maps it the way every process
+ * does, at the word of x's slot.
+ */
+static struct lock_wake_word *map_wake_word(struct fixture *f,
+					    const struct fastcase_scope *scope,
+					    const struct fastcase_dir_id *id)
+{
+	char *path = talloc_asprintf(f, "%s.lock", f->cache_path);
+	uint32_t slot = fastcase_records_lock_slot(scope, id);
+	struct lock_wake_word *page;
+	int fd;
+
+	fd = open(path, O_RDWR);
+	if (fd == -1) {
+		return NULL;
+	}
+	page = mmap(NULL, FASTCASE_LOCK_WAKE_WORDS * sizeof(*page),
+		    PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return page == MAP_FAILED ? NULL :
+		&page[slot % FASTCASE_LOCK_WAKE_WORDS];
+}
+
+static uint32_t sleepers(const struct lock_wake_word *w)
+{
+	return __atomic_load_n(&w->sleepers, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * A process waiting for a directory's lock sleeps on the lock file's
+ * wake-up page, one sleeper counted on its slot's word, and takes the
+ * lock once the holder lets go, while the holder still lives. A lock
+ * file left short and full of garbage by someone else still serves: its
+ * words only ever say "try again".
+ */
+static void test_lock_waiter_sleeps_until_unlock(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_dir_id x = { .dev = 1, .ino = 4242 };
+	char *lock_path = talloc_asprintf(f, "%s.lock", f->cache_path);
+	struct fastcase_cache *cache;
+	struct fastcase_scope scope;
+	struct lock_wake_word *w;
+	char garbage[1000];
+	int to_child[2], to_parent[2], status, fd;
+	uint32_t before;
+	pid_t pid;
+	char c;
+
+	fastcase_scope_init(&scope, &windows_rules);
+	memset(garbage, 0x7f, sizeof(garbage));
+	fd = open(lock_path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, garbage, sizeof(garbage)),
+			 sizeof(garbage));
+	close(fd);
+	assert_int_equal(pipe(to_child), 0);
+	assert_int_equal(pipe(to_parent), 0);
+	fflush(stdout);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct fastcase_cache *mine = NULL;
+		bool saw_sleeper = false;
+		int i;
+
+		close(to_child[1]);
+		close(to_parent[0]);
+		if (fastcase_cache_open(NULL, f->cache_path, 4096,
+					&mine) != 0 ||
+		    fastcase_cache_dir_lock(mine, &scope, &x) != 0 ||
+		    (w = map_wake_word(f, &scope, &x)) == NULL) {
+			_exit(1);
+		}
+		before = sleepers(w);
+		if (write(to_parent[1], "1", 1) != 1) {
+			_exit(2);
+		}
+		for (i = 0; i < 10000 && !saw_sleeper; i++) {
+			saw_sleeper = sleepers(w) == before + 1;
+			usleep(1000);
+		}
+		fastcase_cache_dir_unlock(mine, &scope, &x);
+		(void)write(to_parent[1], saw_sleeper ? "y" : "n", 1);
+		(void)read(to_child[0], &c, 1);
+		_exit(0);
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	assert_true(read_byte(to_parent[0], 10000));
+	cache = open_cache(f, 4096);
+	w = map_wake_word(f, &scope, &x);
+	assert_non_null(w);
+	before = sleepers(w);
+	assert_int_equal(fastcase_cache_dir_lock(cache, &scope, &x), 0);
+	assert_int_equal(read(to_parent[0], &c, 1), 1);
+	assert_int_equal(c, 'y');
+	assert_int_equal(sleepers(w), before);
+	fastcase_cache_dir_unlock(cache, &scope, &x);
+	write_byte(to_child[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(to_child[1]);
+	close(to_parent[0]);
+	TALLOC_FREE(cache);
+}
+
+/*
  * smbd forks children that never exec. A child shares the lock file's
  * open file description; were it kept, a lock held by a parent that was
  * then killed would live on in the child.
@@ -1392,6 +1501,9 @@ int main(int argc, char **argv)
 			teardown),
 		cmocka_unit_test_setup_teardown(test_forked_child_drops_locks,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_lock_waiter_sleeps_until_unlock, setup,
+			teardown),
 	};
 
 	return unit_run(tests, ARRAY_SIZE(tests), argc, argv);
