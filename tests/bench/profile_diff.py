@@ -9,7 +9,8 @@ grew most. The two processes take turns, one operation each, and are
 placed as ./waf bench places them (client on one CPU, smbd on another). Debian's libraries have no frame pointers:
 self time only.
 
-usage: profile_diff.py --build BUILD [--op wrong|miss|deep] [--entries N]
+usage: profile_diff.py --build BUILD [--op wrong|miss|deep|create]
+                       [--entries N]
                        [--ops N] [--top N]
 """
 
@@ -27,6 +28,8 @@ from samba import NTSTATUSError
 READ_ATTR = 0x80
 SHARE_ALL = 7
 FILE_OPEN = 1
+FILE_CREATE = 2
+WRITE_DATA = 0x2
 FREQ = 4999
 DEEP = ['Dir%d' % k for k in range(9)] + ['leaf']
 
@@ -51,6 +54,8 @@ def samples_per_op(pids, fn, out, ops):
 
 def path_of(op, share, i):
     upper = share == 'fastcase'
+    if op == 'create':
+        return 'big\\New_%s_%07d.txt' % (share, i)
     if op == 'miss':
         return 'big\\Missing_%s_%07d.txt' % (share, i)
     if op == 'deep':
@@ -61,11 +66,14 @@ def path_of(op, share, i):
 
 
 def one_operation(client, op, share, i):
+    create = op == 'create'
     try:
         f = client.conn.create(path_of(op, share, i),
-                               DesiredAccess=READ_ATTR,
+                               DesiredAccess=READ_ATTR | (
+                                   WRITE_DATA if create else 0),
                                ShareAccess=SHARE_ALL,
-                               CreateDisposition=FILE_OPEN)
+                               CreateDisposition=(FILE_CREATE if create
+                                                  else FILE_OPEN))
     except NTSTATUSError:
         if op != 'miss':
             raise
@@ -141,7 +149,7 @@ def report(us, args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--build', required=True)
-    p.add_argument('--op', choices=('wrong', 'miss', 'deep'),
+    p.add_argument('--op', choices=('wrong', 'miss', 'deep', 'create'),
                    default='wrong')
     p.add_argument('--entries', type=int, default=100000)
     p.add_argument('--ops', type=int, default=5000)

@@ -515,6 +515,35 @@ static void test_dir_record(void **state)
 	free(key.dptr);
 }
 
+/* What a bucket's value may be: non-empty names without '/', each ended. */
+static void test_names_well_formed(void **state)
+{
+	static const struct {
+		const char *bytes;
+		size_t len;
+		bool ok;
+	} cases[] = {
+		{ "a\0", 2, true },
+		{ "a\0bc\0d.txt\0", 11, true },
+		{ "", 0, false },
+		{ "\0", 1, false },
+		{ "a", 1, false },
+		{ "a\0b", 3, false },
+		{ "\0a\0", 3, false },
+		{ "a\0\0b\0", 5, false },
+		{ "a\0b\0\0", 5, false },
+		{ "a/b\0", 4, false },
+		{ "ab\0c/\0", 6, false },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		assert_int_equal(fastcase_records_names_well_formed(
+				 (const uint8_t *)cases[i].bytes, cases[i].len),
+				 cases[i].ok);
+	}
+}
+
 static void test_corrupt_entries(void **state)
 {
 	struct fixture *f = *state;
@@ -1482,6 +1511,7 @@ int main(int argc, char **argv)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_record,
 						setup, teardown),
+		cmocka_unit_test(test_names_well_formed),
 		cmocka_unit_test_setup_teardown(test_corrupt_entries,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_format_refused,
