@@ -56,17 +56,20 @@ static int64_t monotonic_us(void)
 	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
+/*
+ * The page's block is allocated before it is mapped: a write through a
+ * shared mapping of a hole on a full file system would raise SIGBUS.
+ */
 void fastcase_lock_file_map_wake_page(struct cache_file *file)
 {
-	struct stat st;
 	void *page;
+	int ret;
 
 	file->wake = NULL;
-	if (fstat(file->lock_fd, &st) != 0 ||
-	    (st.st_size < (off_t)WAKE_PAGE_SIZE &&
-	     ftruncate(file->lock_fd, WAKE_PAGE_SIZE) != 0)) {
+	ret = posix_fallocate(file->lock_fd, 0, WAKE_PAGE_SIZE);
+	if (ret != 0) {
 		DBG_NOTICE("%s.lock: no wake-up page (%s); lock waits poll\n",
-			   file->path, strerror(errno));
+			   file->path, strerror(ret));
 		return;
 	}
 	page = mmap(NULL, WAKE_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
