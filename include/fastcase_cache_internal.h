@@ -45,7 +45,7 @@ struct cache_file {
 	pid_t pid;	/* the opener: a forked child must not use it */
 	unsigned refs;
 	int lock_fd;
-	struct lock_wake_word *wake;	/* the lock file's first page */
+	struct fastcase_lock_wake_word *wake;	/* the lock file's first page */
 	struct {
 		uint32_t slot;
 		unsigned depth;

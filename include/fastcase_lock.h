@@ -51,7 +51,7 @@
  */
 #define FASTCASE_LOCK_WAKE_WORDS 512
 
-struct lock_wake_word {
+struct fastcase_lock_wake_word {
 	uint32_t seq;		/* bumped by every unlock of its slots */
 	uint32_t sleepers;	/* waiters asleep on seq: skip the wake */
 };

@@ -46,7 +46,7 @@
  * sleep of POLL_MAX_US, so every wait keeps its deadline.
  */
 #define WAKE_WORDS FASTCASE_LOCK_WAKE_WORDS
-#define WAKE_PAGE_SIZE (WAKE_WORDS * sizeof(struct lock_wake_word))
+#define WAKE_PAGE_SIZE (WAKE_WORDS * sizeof(struct fastcase_lock_wake_word))
 
 static int64_t monotonic_us(void)
 {
@@ -90,7 +90,7 @@ void fastcase_lock_file_unmap_wake_page(struct cache_file *file)
 	}
 }
 
-static struct lock_wake_word *wake_word(const struct cache_file *file,
+static struct fastcase_lock_wake_word *wake_word(const struct cache_file *file,
 					uint32_t slot)
 {
 	return file->wake == NULL ? NULL : &file->wake[slot % WAKE_WORDS];
@@ -103,7 +103,7 @@ static struct lock_wake_word *wake_word(const struct cache_file *file,
  * that sees no sleeper has bumped seq before the sleeper's futex read it,
  * and the futex returns at once.
  */
-static void wake_word_sleep(struct lock_wake_word *w, uint32_t seq,
+static void wake_word_sleep(struct fastcase_lock_wake_word *w, uint32_t seq,
 			    int64_t us)
 {
 	struct timespec ts = {
@@ -116,7 +116,7 @@ static void wake_word_sleep(struct lock_wake_word *w, uint32_t seq,
 	__atomic_sub_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
 }
 
-static void wake_word_wake(struct lock_wake_word *w, int sleepers)
+static void wake_word_wake(struct fastcase_lock_wake_word *w, int sleepers)
 {
 	if (w == NULL) {
 		return;
@@ -155,7 +155,7 @@ static int ofd_try(int fd, short type, off_t start, off_t len)
  * most a few per millisecond.
  */
 static int ofd_lock_within(int fd, off_t start, off_t len, unsigned wait_ms,
-			   struct lock_wake_word *w)
+			   struct fastcase_lock_wake_word *w)
 {
 	int64_t deadline = monotonic_us() + (int64_t)wait_ms * 1000;
 	int64_t pause_us = POLL_FIRST_US, left_us;

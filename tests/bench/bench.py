@@ -292,6 +292,16 @@ def open_close(conn, path, access=READ_ATTR, disposition=FILE_OPEN):
     conn.close(fnum)
 
 
+def open_or_miss(conn, path):
+    """Opens and closes path if it exists: where the lookup is what is
+    measured, a miss is as good as a hit."""
+    from samba import NTSTATUSError
+    try:
+        open_close(conn, path)
+    except NTSTATUSError:
+        pass
+
+
 def expect_missing(conn, path):
     from samba import NTSTATUSError
     try:

@@ -21,7 +21,7 @@ import argparse
 import statistics
 
 import oneshot
-from bench import Client, Placement
+from bench import Client, Placement, open_or_miss
 
 SHARES = ('sensitive', 'fastcase')
 
@@ -48,7 +48,7 @@ def measure(clients, kind, first, count, entries):
         for s in order:
             c = clients[s]
             t0 = c.cpu_ns()
-            oneshot.open_or_miss(c, op_path(kind, s, i, entries))
+            open_or_miss(c.conn, op_path(kind, s, i, entries))
             cpu[s].append(c.cpu_ns() - t0)
     return {s: (statistics.median(cpu[s]) / 1e3,
                 (minor_faults(clients[s].pid) - faults0[s]) / count)
@@ -67,7 +67,7 @@ def run(args):
         placement = Placement(not args.no_pin)
         placement.timed()
         builder = Client(smbd, 'fastcase')
-        oneshot.open_or_miss(builder, 'big\\Build_the_cache.txt')
+        open_or_miss(builder.conn, 'big\\Build_the_cache.txt')
         print('%d entries; median smbd CPU us per operation and minor '
               'page faults per operation, over %d operations of a new '
               'process ("first") and its next %d ("warm")'
@@ -79,7 +79,7 @@ def run(args):
             clients = {s: Client(smbd, s) for s in SHARES}
             for s in SHARES:
                 placement.serve(clients[s])
-                oneshot.open_or_miss(clients[s], 'big\\Warmup_%s.txt' % kind[0])
+                open_or_miss(clients[s].conn, 'big\\Warmup_%s.txt' % kind[0])
             for label, first in (('first', 0), ('warm', args.ops)):
                 r = measure(clients, kind, first, args.ops, args.entries)
                 print('| %s | %s | %.0f | %.0f | %.2fx | %.2f | %.2f |'

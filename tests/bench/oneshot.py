@@ -70,17 +70,6 @@ class Server:
         return self.smbd
 
 
-def open_or_miss(client, path):
-    """Opens and closes path on client's connection if it exists: the
-    lookup is what is measured, a miss is as good as a hit."""
-    from samba import NTSTATUSError
-    from bench import open_close
-    try:
-        open_close(client.conn, path)
-    except NTSTATUSError:
-        pass
-
-
 def perf_record(pids, fn, out, freq, call_graph=False):
     """perf samples (cpu-clock, freq per second) of the processes pids
     into the file out while fn runs; with call_graph, with their callers

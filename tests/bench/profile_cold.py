@@ -18,7 +18,8 @@ import subprocess
 import time
 
 import oneshot
-from bench import Client, Placement, build_helper, c_readdir
+from bench import (PRIME, Client, Placement, build_helper, c_readdir,
+                   open_or_miss)
 
 
 def report(data, symbols, callers):
@@ -54,13 +55,13 @@ def run(args):
         for r in range(args.repeats):
             c = Client(smbd, 'cold%d' % r)
             placement.serve(c)
-            oneshot.open_or_miss(c, 'WARMUP_%d.TXT' % r)
+            open_or_miss(c.conn, 'WARMUP_%d.TXT' % r)
             data = os.path.join(server.work, 'perf%d.data' % r)
 
             def first():
                 t0 = time.perf_counter()
-                oneshot.open_or_miss(c, 'big\\FILE_%07d_DATA.TXT'
-                           % ((r * 7919) % args.entries))
+                open_or_miss(c.conn, 'big\\FILE_%07d_DATA.TXT'
+                             % ((r * PRIME) % args.entries))
                 ms.append((time.perf_counter() - t0) * 1e3)
 
             if args.symbols:

@@ -21,15 +21,11 @@ import re
 import subprocess
 
 import oneshot
-from bench import Client, Placement
+from bench import (FILE_CREATE, READ_ATTR, WRITE_DATA, Client, Placement,
+                   open_close)
 
 from samba import NTSTATUSError
 
-READ_ATTR = 0x80
-SHARE_ALL = 7
-FILE_OPEN = 1
-FILE_CREATE = 2
-WRITE_DATA = 0x2
 FREQ = 4999
 DEEP = ['Dir%d' % k for k in range(9)] + ['leaf']
 
@@ -66,19 +62,16 @@ def path_of(op, share, i):
 
 
 def one_operation(client, op, share, i):
-    create = op == 'create'
+    path = path_of(op, share, i)
     try:
-        f = client.conn.create(path_of(op, share, i),
-                               DesiredAccess=READ_ATTR | (
-                                   WRITE_DATA if create else 0),
-                               ShareAccess=SHARE_ALL,
-                               CreateDisposition=(FILE_CREATE if create
-                                                  else FILE_OPEN))
+        if op == 'create':
+            open_close(client.conn, path, READ_ATTR | WRITE_DATA,
+                       FILE_CREATE)
+        else:
+            open_close(client.conn, path)
     except NTSTATUSError:
         if op != 'miss':
             raise
-        return
-    client.conn.close(f)
 
 
 def taking_turns(clients, op, count):

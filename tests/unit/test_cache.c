@@ -1334,13 +1334,13 @@ static void test_smaller_share_limit_wipes_nothing(void **state)
  * The lock file's wake-up page: the child maps it the way every process
  * does, at the word of x's slot.
  */
-static struct lock_wake_word *map_wake_word(struct fixture *f,
+static struct fastcase_lock_wake_word *map_wake_word(struct fixture *f,
 					    const struct fastcase_scope *scope,
 					    const struct fastcase_dir_id *id)
 {
 	char *path = talloc_asprintf(f, "%s.lock", f->cache_path);
 	uint32_t slot = fastcase_records_lock_slot(scope, id);
-	struct lock_wake_word *page;
+	struct fastcase_lock_wake_word *page;
 	int fd;
 
 	fd = open(path, O_RDWR);
@@ -1354,7 +1354,7 @@ static struct lock_wake_word *map_wake_word(struct fixture *f,
 		&page[slot % FASTCASE_LOCK_WAKE_WORDS];
 }
 
-static uint32_t sleepers(const struct lock_wake_word *w)
+static uint32_t sleepers(const struct fastcase_lock_wake_word *w)
 {
 	return __atomic_load_n(&w->sleepers, __ATOMIC_SEQ_CST);
 }
@@ -1373,7 +1373,7 @@ static void test_lock_waiter_sleeps_until_unlock(void **state)
 	char *lock_path = talloc_asprintf(f, "%s.lock", f->cache_path);
 	struct fastcase_cache *cache;
 	struct fastcase_scope scope;
-	struct lock_wake_word *w;
+	struct fastcase_lock_wake_word *w;
 	char garbage[1000];
 	int to_child[2], to_parent[2], status, fd;
 	uint32_t before;
