@@ -195,6 +195,10 @@ int fastcase_engine_watch_fd(const struct fastcase_engine *e);
 /* Apply queued inotify events; cheap when there are none. */
 void fastcase_engine_process_events(struct fastcase_engine *e);
 
+/*
+ * The name on disk that name folds equal to in the directory at dirfd
+ * (AT_FDCWD: the working directory, as smbd passes its share root).
+ */
 enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
 					    int dirfd, const char *name,
 					    TALLOC_CTX *mem_ctx,

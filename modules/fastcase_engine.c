@@ -25,8 +25,10 @@
  *   racy stamp is never trusted by a process that was not watching.
  *
  * Every change to the records of one directory is made under that
- * directory's lock (fastcase_cache_dir_lock()); lookups take no lock and
- * re-read the directory record afterwards to detect a rebuild in between.
+ * directory's lock (fastcase_cache_dir_lock()); lookups take no lock.
+ * A lookup that finds no name re-reads the directory record afterwards:
+ * a rebuild in between drops the buckets it read. A name found was in the
+ * records of a generation current after the lookup began.
  */
 
 #include "replace.h"
@@ -119,6 +121,12 @@ struct fastcase_engine {
 		int64_t read_ns;	/* when the read ended */
 		char name[NAME_MAX + 1];
 	} absent;
+	/* a name this process just created and brought into the records
+	 * under the directory's lock: the first event for it is applied */
+	struct {
+		const struct fastcase_dir_state *st;
+		const char *name;
+	} own_change;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
 };
@@ -132,7 +140,11 @@ static const char *dir_path(int fd, char *buf, size_t bufsize)
 	char link[64];
 	ssize_t n;
 
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	if (fd == AT_FDCWD) {
+		strlcpy(link, "/proc/self/cwd", sizeof(link));
+	} else {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	}
 	n = readlink(link, buf, bufsize - 1);
 	if (n < 0) {
 		return "(unknown directory)";
@@ -328,7 +340,9 @@ static struct fastcase_dir_state *state_get(struct fastcase_engine *e,
 	if (st == NULL) {
 		return NULL;
 	}
-	st->fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	st->fd = (dirfd == AT_FDCWD) ?
+		open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) :
+		fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
 	if (st->fd == -1) {
 		TALLOC_FREE(st);
 		return NULL;
@@ -491,26 +505,20 @@ static bool records_agree(struct fastcase_engine *e,
 	return (errno == ENOENT || errno == ENOTDIR) && has == 0;
 }
 
-/* Bring the directory's on-disk state for one name into the records. */
-static void revalidate_name(struct fastcase_engine *e,
-			    struct fastcase_dir_state *st, const char *name)
+/*
+ * Under the directory's lock: bring the directory's on-disk state for one
+ * name into the records.
+ */
+static void revalidate_locked(struct fastcase_engine *e,
+			      struct fastcase_dir_state *st, const char *name)
 {
 	struct fastcase_dir_record rec;
 	struct stat sb;
 	int ret;
 
-	if (records_agree(e, st, name)) {
-		return;
-	}
-	if (lock_dir(e, st) != 0) {
-		/* this change may be missing from the records: revalidate
-		 * the directory before trusting them again */
-		st->in_sync = false;
-		return;
-	}
 	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) ||
 	    !(rec.flags & FASTCASE_DIR_COMPLETE)) {
-		goto done;
+		return;
 	}
 	if (fstatat(st->fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
 		ret = fastcase_cache_entry_add(e->cache, &e->scope, &st->id,
@@ -531,8 +539,41 @@ static void revalidate_name(struct fastcase_engine *e,
 		st->touched_next = e->touched;
 		e->touched = st;
 	}
-done:
+}
+
+/* Bring the directory's on-disk state for one name into the records. */
+static void revalidate_name(struct fastcase_engine *e,
+			    struct fastcase_dir_state *st, const char *name)
+{
+	if (records_agree(e, st, name)) {
+		return;
+	}
+	if (lock_dir(e, st) != 0) {
+		/* this change may be missing from the records: revalidate
+		 * the directory before trusting them again */
+		st->in_sync = false;
+		return;
+	}
+	revalidate_locked(e, st, name);
 	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
+}
+
+/*
+ * Whether an event for name is the first one for it since this process
+ * created it: its check would only read back what the create stored. The
+ * records hold the name as it stood after the create, which is after any
+ * event for it then queued; the events after that one are applied.
+ */
+static bool is_own_change(struct fastcase_engine *e,
+			  const struct fastcase_dir_state *st,
+			  const char *name)
+{
+	if (e->own_change.st != st || name == NULL ||
+	    strcmp(e->own_change.name, name) != 0) {
+		return false;
+	}
+	e->own_change.st = NULL;
+	return true;
 }
 
 static void apply_event(void *private_data, int wd,
@@ -565,7 +606,7 @@ static void apply_event(void *private_data, int wd,
 		break;
 	case FASTCASE_WATCH_NAME:
 		st = state_by_wd(e, wd);
-		if (st != NULL) {
+		if (st != NULL && !is_own_change(e, st, name)) {
 			revalidate_name(e, st, name);
 		}
 		break;
@@ -640,6 +681,26 @@ static void start_watch(struct fastcase_engine *e)
 }
 
 /* Apply queued events, then restamp the directories they touched. */
+/*
+ * Whether the stamp of a directory that just changed through this process
+ * may stay as it is: a racy stamp is trusted by no process, and the first
+ * lookup after it has aged stamps again (age_stamp()). A directory that
+ * changes all the time then costs one stamp per RACY_MARGIN_NS, not one
+ * per change. A stamp that is not racy is made so now: it no longer
+ * matches the directory's times, and a stamp that is neither racy nor
+ * current would never be refreshed, so that every process that attached
+ * later would read the directory again.
+ */
+static bool stamp_left_racy(struct fastcase_engine *e,
+			    const struct fastcase_dir_state *st)
+{
+	struct fastcase_dir_record rec;
+
+	return fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &rec) &&
+	       (rec.flags & FASTCASE_DIR_COMPLETE) && rec.gen == st->gen &&
+	       stamp_racy(&rec);
+}
+
 static void drain(struct fastcase_engine *e)
 {
 	struct fastcase_dir_state *st;
@@ -652,6 +713,9 @@ static void drain(struct fastcase_engine *e)
 	while ((st = e->touched) != NULL) {
 		e->touched = st->touched_next;
 		st->touched = false;
+		if (stamp_left_racy(e, st)) {
+			continue;
+		}
 		if (lock_dir(e, st) == 0) {
 			refresh_stamp(e, st);
 			fastcase_cache_dir_unlock(e->cache, &e->scope,
@@ -956,7 +1020,8 @@ static int find_in_records(struct fastcase_engine *e,
 
 static int dir_id_of(int dirfd, struct stat *cur, struct fastcase_dir_id *id)
 {
-	if (fstat(dirfd, cur) != 0) {
+	/* AT_EMPTY_PATH: dirfd may be AT_FDCWD */
+	if (fstatat(dirfd, "", cur, AT_EMPTY_PATH) != 0) {
 		return errno;
 	}
 	id->dev = cur->st_dev;
@@ -1180,7 +1245,13 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 		*retry = EAGAIN;
 		return FASTCASE_UNKNOWN;
 	}
-	if (res == FASTCASE_UNKNOWN) {
+	if (res != FASTCASE_NOT_FOUND) {
+		/*
+		 * A name found in generation rec.gen was in the directory
+		 * when check_sync() saw that generation current, after this
+		 * lookup began. An absence is only one if the generation
+		 * was not rebuilt meanwhile: a rebuild drops its buckets.
+		 */
 		return res;
 	}
 	if (!fastcase_cache_dir_get(e->cache, &e->scope, &st->id, &again) ||
@@ -1453,10 +1524,12 @@ static void check_times_moved(struct fastcase_engine *e,
 	char path[PATH_MAX];
 	struct stat cur;
 
-	if (!op->times_known || fstat(st->fd, &cur) != 0 ||
+	/* times that recent prove nothing: no fstat in a busy directory */
+	if (!op->times_known ||
+	    now - MAX(op->mtime_ns, op->ctime_ns) < TIMELESS_MIN_AGE_NS ||
+	    fstat(st->fd, &cur) != 0 ||
 	    ts_ns(&cur.st_mtim) != op->mtime_ns ||
 	    ts_ns(&cur.st_ctim) != op->ctime_ns ||
-	    now - MAX(op->mtime_ns, op->ctime_ns) < TIMELESS_MIN_AGE_NS ||
 	    fastcase_cache_is_timeless(e->cache, st->id.dev)) {
 		return;
 	}
@@ -1634,8 +1707,12 @@ void fastcase_engine_create_end(struct fastcase_engine *e,
 	}
 	if (created) {
 		check_times_moved(e, st, op);
-		revalidate_name(e, st, name);
+		/* under our lock, the records cannot agree yet: no check */
+		revalidate_locked(e, st, name);
+		e->own_change.st = st;
+		e->own_change.name = name;
 		drain(e);
+		e->own_change.st = NULL;
 	}
 	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
 	op->locked = false;

@@ -561,7 +561,7 @@ static NTSTATUS fastcase_get_real_filename_at(
 {
 	struct fastcase_share *share = NULL;
 	enum fastcase_result res = FASTCASE_UNKNOWN;
-	int fd, tmp_fd;
+	int fd;
 
 	SMB_VFS_HANDLE_GET_DATA(handle, share, struct fastcase_share,
 				return NT_STATUS_INTERNAL_ERROR);
@@ -577,13 +577,14 @@ static NTSTATUS fastcase_get_real_filename_at(
 		return SMB_VFS_NEXT_GET_REAL_FILENAME_AT(
 			handle, dirfsp, name, mem_ctx, found_name);
 	}
-	fd = fastcase_dir_fd(dirfsp, &tmp_fd);
+	/*
+	 * AT_FDCWD for the share root: the engine keeps its own fd of a
+	 * directory it knows, so a lookup there opens nothing.
+	 */
+	fd = fsp_get_pathref_fd(dirfsp);
 	if (fd != -1) {
 		res = fastcase_lookup(handle, share, fd, name, mem_ctx,
 				      found_name);
-	}
-	if (tmp_fd != -1) {
-		close(tmp_fd);
 	}
 	switch (res) {
 	case FASTCASE_FOUND:

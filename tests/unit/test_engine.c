@@ -551,6 +551,41 @@ static void test_lookup_basic(void **state)
 }
 
 /*
+ * smbd names its share root AT_FDCWD. A lookup there is a lookup in the
+ * directory the process is in at the time of the call, and the directory
+ * stays known by its own fd when the process moves elsewhere.
+ */
+static void test_lookup_in_working_directory(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	char *one = make_dir(f, "cwd-one");
+	char *two = make_dir(f, "cwd-two");
+	const struct fastcase_stats *st = fastcase_engine_stats(e);
+	char *saved = getcwd(NULL, 0);
+	int fd;
+
+	assert_non_null(saved);
+	touch(one, "Alpha.txt");
+	touch(two, "Beta.txt");
+	assert_int_equal(chdir(one), 0);
+	expect_lookup(e, AT_FDCWD, "ALPHA.TXT", "Alpha.txt");
+	expect_lookup(e, AT_FDCWD, "beta.txt", NULL);
+	assert_int_equal(chdir(two), 0);
+	expect_lookup(e, AT_FDCWD, "BETA.TXT", "Beta.txt");
+	expect_lookup(e, AT_FDCWD, "alpha.txt", NULL);
+	assert_int_equal(st->builds, 2);
+	/* a change in the first, seen through an fd of it */
+	touch(one, "Gamma.txt");
+	fd = open_dir(one);
+	expect_lookup(e, fd, "gamma.TXT", "Gamma.txt");
+	assert_int_equal(st->builds, 2);
+	close(fd);
+	assert_int_equal(chdir(saved), 0);
+	free(saved);
+}
+
+/*
  * Changes made with plain system calls, each checked by the very next
  * lookup: no sleeps.
  */
@@ -2185,6 +2220,126 @@ static void test_restamp_after_waiting(void **state)
 	close(fd);
 }
 
+static void count_restamps(void *private_data, enum fastcase_step at)
+{
+	int *restamps = private_data;
+
+	if (at == FASTCASE_STEP_RESTAMP) {
+		(*restamps)++;
+	}
+}
+
+static void create_through(struct fastcase_engine *e, int fd,
+			   const char *name)
+{
+	struct fastcase_create op;
+	char *existing = NULL;
+	int nfd;
+
+	assert_int_equal(fastcase_engine_create_begin(e, fd, name, &op, NULL,
+						      &existing), 0);
+	nfd = openat(fd, name, O_CREAT | O_EXCL | O_WRONLY, 0644);
+	assert_true(nfd >= 0);
+	close(nfd);
+	fastcase_engine_create_end(e, &op, name, true);
+}
+
+/*
+ * Creates in a busy directory restamp it once, not once each: the stamp
+ * left racy by the first is trusted by nobody, so a process without a
+ * watch reads the directory again and sees every name; once the stamp
+ * has aged, the next lookup stamps again and such a process trusts the
+ * records as they are.
+ */
+static void test_racy_stamp_kept_until_aged(void **state)
+{
+	struct fixture *f = *state;
+	char *dir = make_dir(f, "busy");
+	int restamps = 0;
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	const struct fastcase_engine_probes probes = {
+		.step = count_restamps,
+		.private_data = &restamps,
+	};
+	struct fastcase_engine *watcher = NULL, *stamps = NULL;
+	int fd;
+
+	o.probes = &probes;
+	assert_int_equal(fastcase_engine_create(f, &o, &watcher), 0);
+	touch(dir, "Old.txt");
+	fd = open_dir(dir);
+	expect_lookup(watcher, fd, "OLD.TXT", "Old.txt");
+	usleep(150 * 1000);
+	expect_lookup(watcher, fd, "old.txt", "Old.txt");
+	assert_int_equal(restamps, 1);	/* the build's racy stamp aged */
+
+	create_through(watcher, fd, "First.txt");
+	assert_int_equal(restamps, 2);
+	create_through(watcher, fd, "Second.txt");
+	create_through(watcher, fd, "Third.txt");
+	assert_int_equal(restamps, 2);
+
+	stamps = engine(f, &windows_rules, 0);	/* no inotify */
+	expect_lookup(stamps, fd, "THIRD.TXT", "Third.txt");
+	expect_lookup(stamps, fd, "nope.txt", NULL);	/* a miss must read */
+	assert_int_equal(fastcase_engine_stats(stamps)->builds, 1);
+	TALLOC_FREE(stamps);
+
+	usleep(150 * 1000);
+	expect_lookup(watcher, fd, "second.TXT", "Second.txt");
+	assert_int_equal(restamps, 3);
+	stamps = engine(f, &windows_rules, 0);
+	expect_lookup(stamps, fd, "THIRD.txt", "Third.txt");
+	expect_lookup(stamps, fd, "first.txt", "First.txt");
+	expect_lookup(stamps, fd, "nope.txt", NULL);
+	assert_int_equal(fastcase_engine_stats(stamps)->builds, 0);
+	close(fd);
+}
+
+/*
+ * The first event after a create through the engine is its own and is not
+ * checked again; every later one is. Another program's delete of the name
+ * and its create of a case variant, before the creator drained its queue,
+ * are both seen.
+ */
+static void test_events_after_own_create(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	char *dir = make_dir(f, "own");
+	struct fastcase_create op;
+	char *existing = NULL;
+	int fd, nfd;
+
+	touch(dir, "Old.txt");
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "OLD.TXT", "Old.txt");
+
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "Mine.txt", &op,
+						      NULL, &existing), 0);
+	nfd = openat(fd, "Mine.txt", O_CREAT | O_EXCL | O_WRONLY, 0644);
+	assert_true(nfd >= 0);
+	close(nfd);
+	fastcase_engine_create_end(e, &op, "Mine.txt", true);
+	rm(dir, "Mine.txt");
+	touch(dir, "MINE.txt");
+	expect_lookup(e, fd, "mine.TXT", "MINE.txt");
+	expect_lookup(e, fd, "Mine.txt", "MINE.txt");
+
+	/* deleted between the create and its end */
+	assert_int_equal(fastcase_engine_create_begin(e, fd, "Gone.txt", &op,
+						      NULL, &existing), 0);
+	nfd = openat(fd, "Gone.txt", O_CREAT | O_EXCL | O_WRONLY, 0644);
+	assert_true(nfd >= 0);
+	close(nfd);
+	rm(dir, "Gone.txt");
+	fastcase_engine_create_end(e, &op, "Gone.txt", true);
+	expect_lookup(e, fd, "GONE.TXT", NULL);
+	touch(dir, "gone.TXT");
+	expect_lookup(e, fd, "GONE.TXT", "gone.TXT");
+	close(fd);
+}
+
 static void note_watch_started(void *private_data, int fd)
 {
 	int *started_fd = private_data;
@@ -2263,6 +2418,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(test_lookup_basic),
+		T(test_lookup_in_working_directory),
 		T(test_local_changes_inotify),
 		T(test_local_changes_no_inotify),
 		T(test_deferred_rebuilds),
@@ -2293,6 +2449,8 @@ int main(int argc, char **argv)
 		T(test_malformed_bucket_forgotten),
 		T(test_change_count),
 		T(test_restamp_after_waiting),
+		T(test_racy_stamp_kept_until_aged),
+		T(test_events_after_own_create),
 #undef T
 	};
 
