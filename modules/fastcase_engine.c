@@ -1264,14 +1264,16 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 	return res;
 }
 
-/* This process's state of the directory open as dirfd, or NULL. */
+/*
+ * This process's state of the directory open as dirfd, or NULL; cur: the
+ * directory's fstat() that found it.
+ */
 static struct fastcase_dir_state *dir_state(struct fastcase_engine *e,
-					    int dirfd)
+					    int dirfd, struct stat *cur)
 {
 	struct fastcase_dir_id id;
-	struct stat cur;
 
-	if (dir_id_of(dirfd, &cur, &id) != 0) {
+	if (dir_id_of(dirfd, cur, &id) != 0) {
 		return NULL;
 	}
 	return state_get(e, &id, dirfd);
@@ -1337,6 +1339,7 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 	char key[FASTCASE_KEY_MAX];
 	struct fastcase_dir_state *st;
 	struct lookup_read rd = { .counted = false };
+	struct stat dir_times;
 	size_t key_len;
 	int attempt, retry = EAGAIN;
 
@@ -1350,7 +1353,7 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 		return FASTCASE_UNKNOWN;
 	}
 	drain(e);
-	st = dir_state(e, dirfd);
+	st = dir_state(e, dirfd, &dir_times);
 	for (attempt = 0; st != NULL && retry != 0 && attempt < 3;
 	     attempt++) {
 		res = read_records(e, st, name, key, key_len, mem_ctx, found,
@@ -1498,16 +1501,17 @@ static int find_variant_locked(struct fastcase_engine *e,
 	return scan_disk_name(e, st->fd, name, mem_ctx, found, NULL);
 }
 
-static void note_times_before(struct fastcase_dir_state *st,
+/*
+ * The directory's times before the create, for check_times_moved(): those
+ * read as the directory was found, before its lock. A change in between
+ * only moves them, which proves nothing there, as a change would.
+ */
+static void note_times_before(const struct stat *dir_times,
 			      struct fastcase_create *op)
 {
-	struct stat cur;
-
-	op->times_known = fstat(st->fd, &cur) == 0;
-	if (op->times_known) {
-		op->mtime_ns = ts_ns(&cur.st_mtim);
-		op->ctime_ns = ts_ns(&cur.st_ctim);
-	}
+	op->times_known = true;
+	op->mtime_ns = ts_ns(&dir_times->st_mtim);
+	op->ctime_ns = ts_ns(&dir_times->st_ctim);
 }
 
 /*
@@ -1624,6 +1628,7 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 			  TALLOC_CTX *mem_ctx, char **existing)
 {
 	struct fastcase_dir_state *st;
+	struct stat dir_times;
 	char *found = NULL;
 	int ret;
 
@@ -1633,7 +1638,7 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 					   existing);
 	}
 	drain(e);
-	st = dir_state(e, dirfd);
+	st = dir_state(e, dirfd, &dir_times);
 	if (st == NULL) {
 		note_unchecked(e, dirfd, name, "cannot open the directory",
 			       errno);
@@ -1648,7 +1653,7 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 	op->locked = true;
 	if (absent_since_read(e, st, name)) {
 		e->stats.counted_checks++;
-		note_times_before(st, op);
+		note_times_before(&dir_times, op);
 		return 0;
 	}
 
@@ -1662,7 +1667,7 @@ static int begin_new_name(struct fastcase_engine *e, int dirfd,
 	}
 	if (!refuses(found, name, allowed)) {
 		TALLOC_FREE(found);
-		note_times_before(st, op);
+		note_times_before(&dir_times, op);
 		return 0;
 	}
 	e->stats.collisions++;

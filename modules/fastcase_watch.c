@@ -98,6 +98,8 @@ static void dispatch(const struct inotify_event *ev, fastcase_watch_fn fn,
 	/* IN_MOVE_SELF: same inode, same names; nothing to do */
 }
 
+#define MAX_EVENT_SIZE (sizeof(struct inotify_event) + NAME_MAX + 1)
+
 int fastcase_watch_drain(struct fastcase_watch *w, fastcase_watch_fn fn,
 			 void *private_data)
 {
@@ -123,6 +125,11 @@ int fastcase_watch_drain(struct fastcase_watch *w, fastcase_watch_fn fn,
 
 			dispatch(ev, fn, private_data);
 			off += sizeof(*ev) + ev->len;
+		}
+		if ((size_t)n + MAX_EVENT_SIZE <= sizeof(buf)) {
+			/* the kernel hands out every queued event that fits:
+			 * room for the largest one left means none was left */
+			return 0;
 		}
 	}
 }

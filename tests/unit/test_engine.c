@@ -2340,6 +2340,41 @@ static void test_events_after_own_create(void **state)
 	close(fd);
 }
 
+/*
+ * More events than one read of the queue returns (about 22 KiB of them):
+ * the lookup after them sees every change, from the records.
+ */
+static void test_events_beyond_one_read(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	char *dir = make_dir(f, "many-events");
+	char name[NAME_MAX + 1], upper[NAME_MAX + 1];
+	uint64_t builds;
+	int fd, i;
+
+	for (i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "Seed_%04d", i);
+		touch(dir, name);
+	}
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "SEED_0001", "Seed_0001");
+	builds = fastcase_engine_stats(e)->builds;
+	for (i = 0; i < 100; i++) {
+		/* 224 bytes an event */
+		snprintf(name, sizeof(name), "Outside_%04d_%0190d", i, 0);
+		touch(dir, name);
+	}
+	for (i = 99; i >= 0; i -= 9) {
+		/* the first lookup finds the name of the last event */
+		snprintf(name, sizeof(name), "Outside_%04d_%0190d", i, 0);
+		snprintf(upper, sizeof(upper), "OUTSIDE_%04d_%0190d", i, 0);
+		expect_lookup(e, fd, upper, name);
+	}
+	assert_int_equal(fastcase_engine_stats(e)->builds, builds);
+	close(fd);
+}
+
 static void note_watch_started(void *private_data, int fd)
 {
 	int *started_fd = private_data;
@@ -2451,6 +2486,7 @@ int main(int argc, char **argv)
 		T(test_restamp_after_waiting),
 		T(test_racy_stamp_kept_until_aged),
 		T(test_events_after_own_create),
+		T(test_events_beyond_one_read),
 #undef T
 	};
 
