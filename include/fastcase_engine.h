@@ -231,6 +231,8 @@ struct fastcase_create {
 	 * them (a file system that does not is handed back to smbd) */
 	bool times_known;
 	int64_t mtime_ns, ctime_ns;
+	/* a rename's source in the same directory */
+	const char *moved_from;
 };
 
 int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
@@ -240,7 +242,7 @@ int fastcase_engine_create_begin(struct fastcase_engine *e, int dirfd,
 /*
  * The same for a rename of src_name in src_dirfd to name in dirfd: a
  * name that folds equal to the target refuses it, unless it is the
- * source itself (a case-only rename). End it with create_end.
+ * source itself (a case-only rename). End it with rename_end.
  */
 int fastcase_engine_rename_begin(struct fastcase_engine *e, int dirfd,
 				 const char *name, int src_dirfd,
@@ -251,6 +253,15 @@ int fastcase_engine_rename_begin(struct fastcase_engine *e, int dirfd,
 void fastcase_engine_create_end(struct fastcase_engine *e,
 				struct fastcase_create *op,
 				const char *name, bool created);
+
+/*
+ * True when the rename was made and its source, in the same directory,
+ * is in the records as it now stands: the caller need not report the
+ * source's removal (fastcase_engine_name_changed()).
+ */
+bool fastcase_engine_rename_end(struct fastcase_engine *e,
+				struct fastcase_create *op,
+				const char *name, bool renamed);
 
 /*
  * A number that moves whenever this process saw a change to a name in a

@@ -121,11 +121,12 @@ struct fastcase_engine {
 		int64_t read_ns;	/* when the read ended */
 		char name[NAME_MAX + 1];
 	} absent;
-	/* a name this process just created and brought into the records
-	 * under the directory's lock: the first event for it is applied */
+	/* the names this process just created or renamed away and brought
+	 * into the records under the directory's lock: the first event for
+	 * each is applied already (is_own_change()) */
 	struct {
 		const struct fastcase_dir_state *st;
-		const char *name;
+		const char *names[2];
 	} own_change;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
@@ -568,12 +569,19 @@ static bool is_own_change(struct fastcase_engine *e,
 			  const struct fastcase_dir_state *st,
 			  const char *name)
 {
-	if (e->own_change.st != st || name == NULL ||
-	    strcmp(e->own_change.name, name) != 0) {
+	size_t i;
+
+	if (e->own_change.st != st || name == NULL) {
 		return false;
 	}
-	e->own_change.st = NULL;
-	return true;
+	for (i = 0; i < ARRAY_SIZE(e->own_change.names); i++) {
+		if (e->own_change.names[i] != NULL &&
+		    strcmp(e->own_change.names[i], name) == 0) {
+			e->own_change.names[i] = NULL;
+			return true;
+		}
+	}
+	return false;
 }
 
 static void apply_event(void *private_data, int wd,
@@ -1692,30 +1700,42 @@ int fastcase_engine_rename_begin(struct fastcase_engine *e, int dirfd,
 {
 	struct stat dst_st, src_st;
 	bool same_dir;
+	int ret;
 
-	same_dir = fstat(dirfd, &dst_st) == 0 &&
-		fstat(src_dirfd, &src_st) == 0 &&
-		dst_st.st_dev == src_st.st_dev &&
-		dst_st.st_ino == src_st.st_ino;
-	return begin_new_name(e, dirfd, name, same_dir ? src_name : NULL,
-			      op, mem_ctx, existing);
+	same_dir = dirfd == src_dirfd ||
+		(fstat(dirfd, &dst_st) == 0 &&
+		 fstat(src_dirfd, &src_st) == 0 &&
+		 dst_st.st_dev == src_st.st_dev &&
+		 dst_st.st_ino == src_st.st_ino);
+	ret = begin_new_name(e, dirfd, name, same_dir ? src_name : NULL,
+			     op, mem_ctx, existing);
+	if (ret == 0 && same_dir) {
+		op->moved_from = src_name;
+	}
+	return ret;
 }
 
-void fastcase_engine_create_end(struct fastcase_engine *e,
-				struct fastcase_create *op,
-				const char *name, bool created)
+/*
+ * Under the lock taken by begin: bring the names the call changed into
+ * the records, then apply the queue, whose first event for each of them
+ * the records already hold.
+ */
+static void end_new_name(struct fastcase_engine *e,
+			 struct fastcase_create *op, const char *name,
+			 bool changed)
 {
 	struct fastcase_dir_state *st = op->st;
 
-	if (st == NULL || !op->locked) {
-		return;
-	}
-	if (created) {
+	if (changed) {
 		check_times_moved(e, st, op);
 		/* under our lock, the records cannot agree yet: no check */
 		revalidate_locked(e, st, name);
+		if (op->moved_from != NULL) {
+			revalidate_locked(e, st, op->moved_from);
+		}
 		e->own_change.st = st;
-		e->own_change.name = name;
+		e->own_change.names[0] = name;
+		e->own_change.names[1] = op->moved_from;
 		drain(e);
 		e->own_change.st = NULL;
 	}
@@ -1723,6 +1743,26 @@ void fastcase_engine_create_end(struct fastcase_engine *e,
 	op->locked = false;
 	op->st = NULL;
 	fastcase_cache_trim(e->cache);
+}
+
+void fastcase_engine_create_end(struct fastcase_engine *e,
+				struct fastcase_create *op,
+				const char *name, bool created)
+{
+	if (op->st != NULL && op->locked) {
+		end_new_name(e, op, name, created);
+	}
+}
+
+bool fastcase_engine_rename_end(struct fastcase_engine *e,
+				struct fastcase_create *op,
+				const char *name, bool renamed)
+{
+	bool source_noted = renamed && op->moved_from != NULL &&
+		op->st != NULL && op->locked;
+
+	fastcase_engine_create_end(e, op, name, renamed);
+	return source_noted;
 }
 
 uint64_t fastcase_engine_change_count(struct fastcase_engine *e)

@@ -1119,9 +1119,9 @@ static int fastcase_rename_checked(struct vfs_handle_struct *handle,
 	ret = FASTCASE_NEXT_RENAMEAT(handle, srcdir_fsp, smb_fname_src,
 				     dstdir_fsp, smb_fname_dst, how);
 	saved_errno = errno;
-	fastcase_engine_create_end(share->engine, &op,
-				   smb_fname_dst->base_name, ret == 0);
-	if (ret == 0) {
+	if (!fastcase_engine_rename_end(share->engine, &op,
+					smb_fname_dst->base_name, ret == 0) &&
+	    ret == 0) {
 		fastcase_note_changed(share, srcdir_fsp, smb_fname_src);
 	}
 	errno = saved_errno;

@@ -2375,6 +2375,60 @@ static void test_events_beyond_one_read(void **state)
 	close(fd);
 }
 
+static bool rename_through(struct fastcase_engine *e, int dirfd,
+			   const char *name, int src_dirfd,
+			   const char *src_name)
+{
+	struct fastcase_create op;
+	char *existing = NULL;
+
+	assert_int_equal(fastcase_engine_rename_begin(e, dirfd, name,
+						      src_dirfd, src_name,
+						      &op, NULL, &existing), 0);
+	assert_int_equal(renameat(src_dirfd, src_name, dirfd, name), 0);
+	return fastcase_engine_rename_end(e, &op, name, true);
+}
+
+/*
+ * A rename within one directory brings both names into the records under
+ * the directory's lock: a process that cannot watch (it trusts a stamp or
+ * reads the directory) sees the source gone and the target there, and the
+ * caller is told it need not report the source. Across directories it is.
+ */
+static void test_rename_end_notes_source(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	struct fastcase_engine *stamps = NULL;
+	char *dir = make_dir(f, "ren");
+	char *other = make_dir(f, "ren-other");
+	int fd, ofd;
+
+	touch(dir, "Before.txt");
+	touch(dir, "Second.txt");
+	touch(other, "Away.txt");
+	fd = open_dir(dir);
+	ofd = open_dir(other);
+	expect_lookup(e, fd, "BEFORE.TXT", "Before.txt");
+	expect_lookup(e, ofd, "AWAY.TXT", "Away.txt");
+
+	assert_true(rename_through(e, fd, "After.txt", fd, "Before.txt"));
+	assert_true(rename_through(e, fd, "SECOND.txt", fd, "Second.txt"));
+	assert_false(rename_through(e, fd, "Moved.txt", ofd, "Away.txt"));
+	expect_lookup(e, fd, "before.txt", NULL);
+	expect_lookup(e, fd, "AFTER.TXT", "After.txt");
+	expect_lookup(e, fd, "second.txt", "SECOND.txt");
+	expect_lookup(e, fd, "moved.TXT", "Moved.txt");
+	expect_lookup(e, ofd, "away.txt", NULL);
+
+	stamps = engine(f, &windows_rules, 0);	/* no inotify */
+	expect_lookup(stamps, fd, "BEFORE.txt", NULL);
+	expect_lookup(stamps, fd, "after.TXT", "After.txt");
+	expect_lookup(stamps, fd, "Second.TXT", "SECOND.txt");
+	close(fd);
+	close(ofd);
+}
+
 static void note_watch_started(void *private_data, int fd)
 {
 	int *started_fd = private_data;
@@ -2487,6 +2541,7 @@ int main(int argc, char **argv)
 		T(test_racy_stamp_kept_until_aged),
 		T(test_events_after_own_create),
 		T(test_events_beyond_one_read),
+		T(test_rename_end_notes_source),
 #undef T
 	};
 
