@@ -26,9 +26,10 @@
  *
  * Every change to the records of one directory is made under that
  * directory's lock (fastcase_cache_dir_lock()); lookups take no lock.
- * A lookup that finds no name re-reads the directory record afterwards:
- * a rebuild in between drops the buckets it read. A name found was in the
- * records of a generation current after the lookup began.
+ * A lookup reads the bucket of the generation the directory record names,
+ * current after the lookup began and after its queue was applied. Only a
+ * bucket it finds missing makes it re-read the directory record: a
+ * rebuild or a drop in between removes the old generation's buckets.
  */
 
 #include "replace.h"
@@ -983,7 +984,8 @@ static void choose_name(const char *names, size_t names_len,
 
 /*
  * Look the key up in the current generation and copy the chosen name.
- * Returns 0 with *found set or NULL, or an errno.
+ * Returns 0 with *found set or NULL, ENOENT when generation gen has no
+ * bucket for the key, or another errno.
  */
 static int find_in_records(struct fastcase_engine *e,
 			   struct fastcase_dir_state *st, uint64_t gen,
@@ -998,9 +1000,6 @@ static int find_in_records(struct fastcase_engine *e,
 	*ambiguous = false;
 	ret = fastcase_cache_entry_parse(e->cache, &e->scope, &st->id, gen,
 					 key, key_len, choose_name, &cs);
-	if (ret == ENOENT) {
-		return 0;
-	}
 	if (ret != 0) {
 		return ret;
 	}
@@ -1122,14 +1121,16 @@ static void forget_malformed(struct fastcase_engine *e,
  * *found, FASTCASE_NOT_FOUND, or FASTCASE_UNKNOWN (a bucket that cannot be
  * read, or names that fold equal where smbd's scan is to choose). A
  * malformed bucket is forgotten for every process, and *malformed says
- * so: the caller reads again.
+ * so: the caller reads again. *no_bucket: NOT_FOUND as the generation
+ * has no bucket for the key (it may have been dropped meanwhile).
  */
 static enum fastcase_result answer_from_records(struct fastcase_engine *e,
 						struct fastcase_dir_state *st,
 						uint64_t gen, const char *name,
 						const char *key, size_t key_len,
 						TALLOC_CTX *mem_ctx,
-						char **found, bool *malformed)
+						char **found, bool *malformed,
+						bool *no_bucket)
 {
 	bool ambiguous = false;
 	int ret;
@@ -1138,6 +1139,10 @@ static enum fastcase_result answer_from_records(struct fastcase_engine *e,
 	step(e, FASTCASE_STEP_READ);
 	ret = find_in_records(e, st, gen, name, key, key_len, mem_ctx, found,
 			      &ambiguous);
+	*no_bucket = (ret == ENOENT);
+	if (ret == ENOENT) {
+		return FASTCASE_NOT_FOUND;
+	}
 	if (ret == EINVAL) {
 		forget_malformed(e, st);
 		*malformed = true;
@@ -1168,7 +1173,7 @@ static bool confirmed_hit(struct fastcase_engine *e,
 			  const char *name, const char *key, size_t key_len,
 			  TALLOC_CTX *mem_ctx, char **found)
 {
-	bool malformed;
+	bool malformed, no_bucket;
 	struct stat sb;
 
 	if (st->wd >= 0 || !(rec->flags & FASTCASE_DIR_COMPLETE)) {
@@ -1176,7 +1181,8 @@ static bool confirmed_hit(struct fastcase_engine *e,
 		return false;
 	}
 	if (answer_from_records(e, st, rec->gen, name, key, key_len,
-				mem_ctx, found, &malformed) != FASTCASE_FOUND) {
+				mem_ctx, found, &malformed,
+				&no_bucket) != FASTCASE_FOUND) {
 		return false;
 	}
 	if (fstatat(st->fd, *found, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -1230,7 +1236,7 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 	struct fastcase_dir_record rec, again;
 	enum fastcase_result res;
 	uint64_t seen_gen;
-	bool malformed;
+	bool malformed, no_bucket;
 	int ret;
 
 	*retry = 0;
@@ -1248,17 +1254,18 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 	}
 	age_stamp(e, st, &rec);
 	res = answer_from_records(e, st, rec.gen, name, key, key_len,
-				  mem_ctx, found, &malformed);
+				  mem_ctx, found, &malformed, &no_bucket);
 	if (malformed) {
 		*retry = EAGAIN;
 		return FASTCASE_UNKNOWN;
 	}
-	if (res != FASTCASE_NOT_FOUND) {
+	if (!no_bucket) {
 		/*
-		 * A name found in generation rec.gen was in the directory
-		 * when check_sync() saw that generation current, after this
-		 * lookup began. An absence is only one if the generation
-		 * was not rebuilt meanwhile: a rebuild drops its buckets.
+		 * The bucket read is generation rec.gen's, which check_sync()
+		 * saw current after this lookup began and after every change
+		 * completed before it was applied: it holds them. Only a
+		 * bucket that is not there may be one a rebuild or a drop of
+		 * the generation removed meanwhile.
 		 */
 		return res;
 	}
@@ -1498,6 +1505,9 @@ static int find_variant_locked(struct fastcase_engine *e,
 	    (rec.flags & FASTCASE_DIR_COMPLETE)) {
 		ret = find_in_records(e, st, rec.gen, name, key, key_len,
 				      mem_ctx, found, &ambiguous);
+		if (ret == ENOENT) {
+			ret = 0;
+		}
 		if (ret == EINVAL) {
 			forget_dir(e, st);
 		}
