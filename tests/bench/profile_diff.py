@@ -6,19 +6,24 @@ Where fastcase's extra server time goes, symbol by symbol: perf samples
 same operations on a fastcase share (names in upper case), as microseconds
 per operation by shared object and symbol, and the symbols whose time
 grew most. The two processes take turns, one operation each, and are
-placed as ./waf bench places them (client on one CPU, smbd on another). Debian's libraries have no frame pointers:
-self time only.
+placed as ./waf bench places them (client on one CPU, smbd on another).
+Debian's libraries have no frame pointers: self time only.
 
-usage: profile_diff.py --build BUILD [--op wrong|miss|deep|create]
-                       [--entries N]
-                       [--ops N] [--top N]
+With --syscalls, the system calls instead: `perf trace -s` of the two
+processes, as calls per operation of each (exact counts, unlike times).
+
+usage: profile_diff.py --build BUILD
+                       [--op wrong|miss|deep|create|rename]
+                       [--entries N] [--ops N] [--top N] [--syscalls]
 """
 
 import argparse
 import collections
 import os
 import re
+import signal
 import subprocess
+import time
 
 import oneshot
 from bench import (FILE_CREATE, READ_ATTR, WRITE_DATA, Client, Placement,
@@ -62,6 +67,11 @@ def path_of(op, share, i):
 
 
 def one_operation(client, op, share, i):
+    if op == 'rename':
+        # a distinct source per share: they take turns
+        src = 'big\\File_%07d_data.txt' % (2 * i + (share == 'fastcase'))
+        client.conn.rename(src, 'big\\Renamed_%s_%07d.txt' % (share, i))
+        return
     path = path_of(op, share, i)
     try:
         if op == 'create':
@@ -104,22 +114,79 @@ def run(args):
             clients[share] = Client(smbd, share)
             placement.serve(clients[share])
             one_operation(clients[share], 'miss', 'warmup_' + share, 0)
-        by_pid = samples_per_op([c.pid for c in clients.values()],
-                                taking_turns(clients, args.op, args.ops),
-                                os.path.join(server.work, 'perf.data'),
-                                args.ops)
-        us = {share: by_pid[c.pid] for share, c in clients.items()}
+        pids = [c.pid for c in clients.values()]
+        run_ops = taking_turns(clients, args.op, args.ops)
+        if args.syscalls:
+            by_pid = syscalls_per_op(pids, run_ops,
+                                     os.path.join(server.work, 'trace'),
+                                     args.ops)
+        else:
+            by_pid = samples_per_op(pids, run_ops,
+                                    os.path.join(server.work, 'perf.data'),
+                                    args.ops)
+        per_share = {share: by_pid[c.pid] for share, c in clients.items()}
         for c in clients.values():
             c.close()
-        report(us, args)
+        if args.syscalls:
+            report_syscalls(per_share, args)
+        else:
+            report(per_share, args)
+
+
+def syscalls_per_op(pids, fn, out, ops):
+    """{pid: {syscall: calls per operation}} while fn runs."""
+    trace = subprocess.Popen(['perf', 'trace', '-s', '-o', out, '-p',
+                              ','.join(str(p) for p in pids)],
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        fn()
+        time.sleep(0.3)
+    finally:
+        trace.send_signal(signal.SIGINT)
+        trace.wait()
+    calls = {p: collections.Counter() for p in pids}
+    pid = None
+    with open(out) as f:
+        for line in f:
+            m = re.match(r'\s*\S+ \((\d+)\), \d+ events', line)
+            if m:
+                pid = int(m.group(1))
+                continue
+            m = re.match(r'\s+([a-z_0-9]+)\s+(\d+)\s+\d+\s+[\d.]+', line)
+            if m and pid in calls:
+                calls[pid][m.group(1)] += int(m.group(2)) / ops
+    return calls
+
+
+def report_head(per_share, args, what, total_format):
+    """The title and the totals; the two tables, sensitive's and
+    fastcase's."""
+    s, f = per_share['sensitive'], per_share['fastcase']
+    print('%s, %d operations, %d entries: %s' % (args.op, args.ops,
+                                                 args.entries, what))
+    print(('total: sensitive %s, fastcase %s' % (total_format,
+                                                 total_format))
+          % (sum(s.values()), sum(f.values())))
+    return s, f
+
+
+def report_syscalls(calls, args):
+    s, f = report_head(calls, args, 'system calls per operation '
+                       '(perf trace -s)', '%.2f')
+    print('| system call | sensitive | fastcase | difference |')
+    print('|---|---:|---:|---:|')
+    for name in sorted(set(s) | set(f),
+                       key=lambda n: -(f.get(n, 0) - s.get(n, 0))):
+        a, b = s.get(name, 0), f.get(name, 0)
+        if a >= 0.005 or b >= 0.005:
+            print('| %s | %.2f | %.2f | %+.2f |' % (name, a, b, b - a))
 
 
 def report(us, args):
-    s, f = us['sensitive'], us['fastcase']
-    print('%s, %d operations, %d entries: smbd self time, us per '
-          'operation (perf, cpu-clock)' % (args.op, args.ops, args.entries))
-    print('total: sensitive %.1f, fastcase %.1f' % (sum(s.values()),
-                                                   sum(f.values())))
+    s, f = report_head(us, args, 'smbd self time, us per operation '
+                       '(perf, cpu-clock)', '%.1f')
     objects = collections.Counter()
     for share, table in us.items():
         for (dso, _sym), v in table.items():
@@ -142,8 +209,10 @@ def report(us, args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--build', required=True)
-    p.add_argument('--op', choices=('wrong', 'miss', 'deep', 'create'),
+    p.add_argument('--op', choices=('wrong', 'miss', 'deep', 'create',
+                                    'rename'),
                    default='wrong')
+    p.add_argument('--syscalls', action='store_true')
     p.add_argument('--entries', type=int, default=100000)
     p.add_argument('--ops', type=int, default=5000)
     p.add_argument('--top', type=int, default=15)
