@@ -483,9 +483,16 @@ static void forget_dir(struct fastcase_engine *e,
  * without the lock keeps the others from queueing on it. A disagreement
  * seen here is settled under the lock; a change after the check sends an
  * event of its own.
+ *
+ * An event that says which way the name went (how) needs no look at the
+ * disk when the records show it gone that way: they then agree with the
+ * disk as it stood after that change, and any later change to the name
+ * is a later event in the queue. The last event for a name leaves the
+ * records as the disk is.
  */
 static bool records_agree(struct fastcase_engine *e,
-			  struct fastcase_dir_state *st, const char *name)
+			  struct fastcase_dir_state *st, const char *name,
+			  enum fastcase_watch_kind how)
 {
 	struct fastcase_dir_record rec;
 	struct stat sb;
@@ -500,6 +507,10 @@ static bool records_agree(struct fastcase_engine *e,
 				       name);
 	if (has < 0) {
 		return false;
+	}
+	if ((how == FASTCASE_WATCH_NAME_ADDED && has == 1) ||
+	    (how == FASTCASE_WATCH_NAME_REMOVED && has == 0)) {
+		return true;
 	}
 	if (fstatat(st->fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
 		return has == 1;
@@ -543,11 +554,15 @@ static void revalidate_locked(struct fastcase_engine *e,
 	}
 }
 
-/* Bring the directory's on-disk state for one name into the records. */
+/*
+ * Bring the directory's on-disk state for one name into the records; how:
+ * the way the name went, when an event says so (records_agree()).
+ */
 static void revalidate_name(struct fastcase_engine *e,
-			    struct fastcase_dir_state *st, const char *name)
+			    struct fastcase_dir_state *st, const char *name,
+			    enum fastcase_watch_kind how)
 {
-	if (records_agree(e, st, name)) {
+	if (records_agree(e, st, name, how)) {
 		return;
 	}
 	if (lock_dir(e, st) != 0) {
@@ -614,9 +629,11 @@ static void apply_event(void *private_data, int wd,
 		}
 		break;
 	case FASTCASE_WATCH_NAME:
+	case FASTCASE_WATCH_NAME_ADDED:
+	case FASTCASE_WATCH_NAME_REMOVED:
 		st = state_by_wd(e, wd);
 		if (st != NULL && !is_own_change(e, st, name)) {
-			revalidate_name(e, st, name);
+			revalidate_name(e, st, name, kind);
 		}
 		break;
 	}
@@ -1803,7 +1820,7 @@ void fastcase_engine_name_changed(struct fastcase_engine *e, int dirfd,
 		 * check its stamp, and the stamp just moved. */
 		return;
 	}
-	revalidate_name(e, st, name);
+	revalidate_name(e, st, name, FASTCASE_WATCH_NAME);
 	drain(e);
 }
 

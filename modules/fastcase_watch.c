@@ -93,7 +93,12 @@ static void dispatch(const struct inotify_event *ev, fastcase_watch_fn fn,
 		return;
 	}
 	if (ev->len > 0 && ev->name[0] != '\0') {
-		fn(private_data, ev->wd, FASTCASE_WATCH_NAME, ev->name);
+		fn(private_data, ev->wd,
+		   (ev->mask & (IN_CREATE | IN_MOVED_TO)) ?
+		   FASTCASE_WATCH_NAME_ADDED :
+		   (ev->mask & (IN_DELETE | IN_MOVED_FROM)) ?
+		   FASTCASE_WATCH_NAME_REMOVED : FASTCASE_WATCH_NAME,
+		   ev->name);
 	}
 	/* IN_MOVE_SELF: same inode, same names; nothing to do */
 }
