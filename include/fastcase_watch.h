@@ -26,8 +26,8 @@ struct fastcase_watch;
 
 enum fastcase_watch_kind {
 	FASTCASE_WATCH_NAME,		/* a name in the directory changed */
-	FASTCASE_WATCH_NAME_ADDED,	/* ... by appearing (create, move in) */
-	FASTCASE_WATCH_NAME_REMOVED,	/* ... by leaving (delete, move out) */
+	FASTCASE_WATCH_NAME_ADDED,	/* ... by appearing (create, move) */
+	FASTCASE_WATCH_NAME_REMOVED,	/* ... by leaving (delete, move) */
 	FASTCASE_WATCH_GONE,		/* the directory went away */
 	FASTCASE_WATCH_OVERFLOW,	/* events were lost: trust nothing */
 };

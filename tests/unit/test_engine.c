@@ -2281,7 +2281,7 @@ static void test_racy_stamp_kept_until_aged(void **state)
 
 	stamps = engine(f, &windows_rules, 0);	/* no inotify */
 	expect_lookup(stamps, fd, "THIRD.TXT", "Third.txt");
-	expect_lookup(stamps, fd, "nope.txt", NULL);	/* a miss must read */
+	expect_lookup(stamps, fd, "nope.txt", NULL);	/* must read */
 	assert_int_equal(fastcase_engine_stats(stamps)->builds, 1);
 	TALLOC_FREE(stamps);
 
