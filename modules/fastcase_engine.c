@@ -122,13 +122,6 @@ struct fastcase_engine {
 		int64_t read_ns;	/* when the read ended */
 		char name[NAME_MAX + 1];
 	} absent;
-	/* the names this process just created or renamed away and brought
-	 * into the records under the directory's lock: the first event for
-	 * each is applied already (is_own_change()) */
-	struct {
-		const struct fastcase_dir_state *st;
-		const char *names[2];
-	} own_change;
 	struct fastcase_stats stats;
 	struct fastcase_stats flushed;	/* what the cache file has of ours */
 };
@@ -575,31 +568,6 @@ static void revalidate_name(struct fastcase_engine *e,
 	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
 }
 
-/*
- * Whether an event for name is the first one for it since this process
- * created it: its check would only read back what the create stored. The
- * records hold the name as it stood after the create, which is after any
- * event for it then queued; the events after that one are applied.
- */
-static bool is_own_change(struct fastcase_engine *e,
-			  const struct fastcase_dir_state *st,
-			  const char *name)
-{
-	size_t i;
-
-	if (e->own_change.st != st || name == NULL) {
-		return false;
-	}
-	for (i = 0; i < ARRAY_SIZE(e->own_change.names); i++) {
-		if (e->own_change.names[i] != NULL &&
-		    strcmp(e->own_change.names[i], name) == 0) {
-			e->own_change.names[i] = NULL;
-			return true;
-		}
-	}
-	return false;
-}
-
 static void apply_event(void *private_data, int wd,
 			enum fastcase_watch_kind kind, const char *name)
 {
@@ -632,7 +600,7 @@ static void apply_event(void *private_data, int wd,
 	case FASTCASE_WATCH_NAME_ADDED:
 	case FASTCASE_WATCH_NAME_REMOVED:
 		st = state_by_wd(e, wd);
-		if (st != NULL && !is_own_change(e, st, name)) {
+		if (st != NULL) {
 			revalidate_name(e, st, name, kind);
 		}
 		break;
@@ -1744,8 +1712,11 @@ int fastcase_engine_rename_begin(struct fastcase_engine *e, int dirfd,
 
 /*
  * Under the lock taken by begin: bring the names the call changed into
- * the records, then apply the queue, whose first event for each of them
- * the records already hold.
+ * the records, then apply the queue. The events of the call itself then
+ * find the records showing each name gone the way it went, and cost no
+ * look at the disk (records_agree()). They are not skipped outright: a
+ * rename between two links of one file changes nothing and queues none,
+ * and the next event for such a name is another process's.
  */
 static void end_new_name(struct fastcase_engine *e,
 			 struct fastcase_create *op, const char *name,
@@ -1760,11 +1731,7 @@ static void end_new_name(struct fastcase_engine *e,
 		if (op->moved_from != NULL) {
 			revalidate_locked(e, st, op->moved_from);
 		}
-		e->own_change.st = st;
-		e->own_change.names[0] = name;
-		e->own_change.names[1] = op->moved_from;
 		drain(e);
-		e->own_change.st = NULL;
 	}
 	fastcase_cache_dir_unlock(e->cache, &e->scope, &st->id);
 	op->locked = false;

@@ -2429,6 +2429,62 @@ static void test_rename_end_notes_source(void **state)
 	close(ofd);
 }
 
+struct unlink_at_drain {
+	const char *dir;
+	const char *name;
+	bool armed;
+};
+
+static void unlink_at_drain(void *private_data, enum fastcase_step at)
+{
+	struct unlink_at_drain *u = private_data;
+
+	if (u->armed && at == FASTCASE_STEP_DRAIN) {
+		u->armed = false;
+		rm(u->dir, u->name);
+	}
+}
+
+/*
+ * A rename between two links of one file succeeds and changes nothing,
+ * so it queues no event: the next event for its names is another
+ * program's, here a delete of the source just before the rename's end
+ * drains the queue. It must be applied.
+ */
+static void test_rename_between_links_then_delete(void **state)
+{
+	struct fixture *f = *state;
+	char *dir = make_dir(f, "links");
+	struct unlink_at_drain hook = { .dir = dir, .name = "x.txt" };
+	struct fastcase_engine_options o = options(f, &windows_rules, 100);
+	const struct fastcase_engine_probes probes = {
+		.step = unlink_at_drain,
+		.private_data = &hook,
+	};
+	struct fastcase_engine *e = NULL;
+	struct fastcase_create op;
+	char *existing = NULL;
+	int fd;
+
+	o.probes = &probes;
+	assert_int_equal(fastcase_engine_create(f, &o, &e), 0);
+	touch(dir, "x.txt");
+	assert_int_equal(link(talloc_asprintf(f, "%s/x.txt", dir),
+			      talloc_asprintf(f, "%s/y.txt", dir)), 0);
+	fd = open_dir(dir);
+	expect_lookup(e, fd, "X.TXT", "x.txt");
+	assert_int_equal(fastcase_engine_rename_begin(e, fd, "y.txt", fd,
+						      "x.txt", &op, NULL,
+						      &existing), 0);
+	assert_int_equal(renameat(fd, "x.txt", fd, "y.txt"), 0);
+	hook.armed = true;
+	fastcase_engine_rename_end(e, &op, "y.txt", true);
+	assert_false(hook.armed);
+	expect_lookup(e, fd, "X.TXT", NULL);
+	expect_lookup(e, fd, "Y.TXT", "y.txt");
+	close(fd);
+}
+
 static void note_watch_started(void *private_data, int fd)
 {
 	int *started_fd = private_data;
@@ -2542,6 +2598,7 @@ int main(int argc, char **argv)
 		T(test_events_after_own_create),
 		T(test_events_beyond_one_read),
 		T(test_rename_end_notes_source),
+		T(test_rename_between_links_then_delete),
 #undef T
 	};
 
