@@ -205,6 +205,19 @@ enum fastcase_result fastcase_engine_lookup(struct fastcase_engine *e,
 					    char **found);
 
 /*
+ * The on-disk spelling of path, a directory and its subdirectories below
+ * dirfd ("a/b/c"), each component answered as fastcase_engine_lookup()
+ * answers a name, after one application of the queued events. Every
+ * component must be a directory (no symlink). FASTCASE_FOUND with the
+ * whole path in *found; otherwise the caller resolves it component by
+ * component. A share with a legacy charset is always FASTCASE_UNKNOWN.
+ */
+enum fastcase_result fastcase_engine_lookup_path(struct fastcase_engine *e,
+						 int dirfd, const char *path,
+						 TALLOC_CTX *mem_ctx,
+						 char **found);
+
+/*
  * Read the whole directory and compare every name by the share's rule,
  * without the cache: the authoritative fallback of the non-default rules,
  * whose answers smbd's own scan would not give. Never FASTCASE_UNKNOWN

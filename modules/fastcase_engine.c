@@ -81,6 +81,12 @@ struct fastcase_dir_state {
 	bool in_sync;
 	bool touched;
 	bool watch_failed;	/* do not retry inotify_add_watch */
+	/* met on the way down a path: the first check trusts the stamp
+	 * alone, the second adds the watch (check_sync()) */
+	bool watch_deferred;
+	/* the times read when it was met, while that lookup lasts */
+	bool met_times_valid;
+	struct timespec met_mtime, met_ctime;
 	bool ambiguity_logged;
 	uint64_t gen;
 };
@@ -315,12 +321,38 @@ static struct fastcase_dir_state *state_find(struct fastcase_engine *e,
 	return st;
 }
 
+/* A new state of the directory id, taking over own_fd (closed on error). */
+static struct fastcase_dir_state *state_new(struct fastcase_engine *e,
+					    const struct fastcase_dir_id *id,
+					    int own_fd)
+{
+	unsigned b = id_bucket(id);
+	struct fastcase_dir_state *st = NULL;
+
+	if (e->nstates >= e->state_limit && e->lru != NULL) {
+		state_free(e, DLIST_TAIL(e->lru));
+	}
+	st = talloc_zero(e, struct fastcase_dir_state);
+	if (st == NULL) {
+		close(own_fd);
+		return NULL;
+	}
+	st->fd = own_fd;
+	st->id = *id;
+	st->wd = -1;
+	st->id_next = e->by_id[b];
+	e->by_id[b] = st;
+	DLIST_ADD(e->lru, st);
+	e->nstates++;
+	return st;
+}
+
 static struct fastcase_dir_state *state_get(struct fastcase_engine *e,
 					    const struct fastcase_dir_id *id,
 					    int dirfd)
 {
-	unsigned b = id_bucket(id);
 	struct fastcase_dir_state *st = state_find(e, id);
+	int fd;
 
 	if (st != NULL) {
 		if (st != e->lru) {
@@ -328,27 +360,16 @@ static struct fastcase_dir_state *state_get(struct fastcase_engine *e,
 		}
 		return st;
 	}
-	if (e->nstates >= e->state_limit && e->lru != NULL) {
-		state_free(e, DLIST_TAIL(e->lru));
-	}
-	st = talloc_zero(e, struct fastcase_dir_state);
-	if (st == NULL) {
-		return NULL;
-	}
-	st->fd = (dirfd == AT_FDCWD) ?
+	fd = (dirfd == AT_FDCWD) ?
 		open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) :
 		fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-	if (st->fd == -1) {
-		TALLOC_FREE(st);
+	if (fd == -1) {
 		return NULL;
 	}
-	st->id = *id;
-	st->wd = -1;
-	st->id_next = e->by_id[b];
-	e->by_id[b] = st;
-	DLIST_ADD(e->lru, st);
-	e->nstates++;
-	add_watch(e, st);
+	st = state_new(e, id, fd);
+	if (st != NULL) {
+		add_watch(e, st);
+	}
 	return st;
 }
 
@@ -843,6 +864,27 @@ static int build_locked(struct fastcase_engine *e,
 }
 
 /*
+ * A directory met on the way down a path, checked for the first time:
+ * whether its records are current by their stamp alone, without a watch.
+ */
+static bool deferred_stamp_trusted(struct fastcase_engine *e,
+				   struct fastcase_dir_state *st,
+				   struct fastcase_dir_record *rec)
+{
+	struct stat cur;
+
+	st->watch_deferred = false;
+	if (st->met_times_valid) {
+		cur = (struct stat) { .st_mtim = st->met_mtime,
+				      .st_ctim = st->met_ctime };
+	} else if (fstat(st->fd, &cur) != 0) {
+		return false;
+	}
+	return fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
+	       record_usable(rec) && stamp_trusted(e, st, rec, &cur);
+}
+
+/*
  * Whether st's records may be trusted as they stand: 0 with rec the
  * directory's record; ESTALE when they must be built first (*seen_gen:
  * the generation of usable records seen after adding our watch, and rec
@@ -864,6 +906,11 @@ static int check_sync(struct fastcase_engine *e,
 		return 0;
 	}
 	st->in_sync = false;
+
+	if (st->watch_deferred && deferred_stamp_trusted(e, st, rec)) {
+		st->gen = rec->gen;
+		return 0;
+	}
 
 	/* the watch first: a change after the stat below is then in our
 	 * queue, one before it moved the times the stat reads */
@@ -1330,30 +1377,25 @@ static enum fastcase_result absent_by_read(struct fastcase_engine *e,
 	return FASTCASE_NOT_FOUND;
 }
 
-static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
-					     int dirfd, const char *name,
-					     TALLOC_CTX *mem_ctx,
-					     char **found)
+/* The on-disk name that name folds equal to in st's directory. */
+static enum fastcase_result lookup_in_dir(struct fastcase_engine *e,
+					  struct fastcase_dir_state *st,
+					  const char *name,
+					  TALLOC_CTX *mem_ctx, char **found)
 {
 	enum fastcase_result res = FASTCASE_UNKNOWN;
 	char key[FASTCASE_KEY_MAX];
-	struct fastcase_dir_state *st;
 	struct lookup_read rd = { .counted = false };
-	struct stat dir_times;
 	size_t key_len;
 	int attempt, retry = EAGAIN;
 
 	e->stats.lookups++;
 	maybe_flush_stats(e);
 	*found = NULL;
-	if (e->cache == NULL ||
-	    fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
+	if (fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
 			      &key_len) != 0) {
-		e->stats.unknown++;
-		return FASTCASE_UNKNOWN;
+		st = NULL;
 	}
-	drain(e);
-	st = dir_state(e, dirfd, &dir_times);
 	for (attempt = 0; st != NULL && retry != 0 && attempt < 3;
 	     attempt++) {
 		res = read_records(e, st, name, key, key_len, mem_ctx, found,
@@ -1373,6 +1415,113 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 		e->stats.unknown++;
 		break;
 	}
+	return res;
+}
+
+static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
+					     int dirfd, const char *name,
+					     TALLOC_CTX *mem_ctx,
+					     char **found)
+{
+	struct fastcase_dir_state *st = NULL;
+	struct stat dir_times;
+
+	if (e->cache != NULL) {
+		drain(e);
+		st = dir_state(e, dirfd, &dir_times);
+	}
+	return lookup_in_dir(e, st, name, mem_ctx, found);
+}
+
+/*
+ * The state of the directory name in parent's, or NULL when it is not a
+ * directory (a symlink included) or cannot be opened.
+ */
+static struct fastcase_dir_state *subdir_state(struct fastcase_engine *e,
+					       struct fastcase_dir_state *parent,
+					       const char *name)
+{
+	struct fastcase_dir_state *st = NULL;
+	struct fastcase_dir_id id;
+	struct stat cur;
+	int fd;
+
+	if (fstatat(parent->fd, name, &cur, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    !S_ISDIR(cur.st_mode)) {
+		return NULL;
+	}
+	id = (struct fastcase_dir_id) { .dev = cur.st_dev,
+					.ino = cur.st_ino };
+	if (state_find(e, &id) != NULL) {
+		/* known: state_get() needs no fd for it */
+		return state_get(e, &id, -1);
+	}
+	fd = openat(parent->fd, name,
+		    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1) {
+		return NULL;
+	}
+	/* the fd's own id: the name may be another directory by now */
+	if (dir_id_of(fd, &cur, &id) != 0) {
+		close(fd);
+		return NULL;
+	}
+	if (state_find(e, &id) != NULL) {
+		close(fd);
+		return state_get(e, &id, -1);
+	}
+	st = state_new(e, &id, fd);
+	if (st != NULL) {
+		/* most directories on a path are passed once */
+		st->watch_deferred = true;
+		st->met_times_valid = true;
+		st->met_mtime = cur.st_mtim;
+		st->met_ctime = cur.st_ctim;
+	}
+	return st;
+}
+
+enum fastcase_result fastcase_engine_lookup_path(struct fastcase_engine *e,
+						 int dirfd, const char *path,
+						 TALLOC_CTX *mem_ctx,
+						 char **found)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	enum fastcase_result res = FASTCASE_UNKNOWN;
+	struct fastcase_dir_state *st = NULL;
+	struct stat dir_times;
+	char *rest = NULL, *name = NULL, *disk = NULL, *out = NULL;
+
+	*found = NULL;
+	rest = talloc_strdup(frame, path);
+	out = talloc_strdup(frame, "");
+	if (e->cache != NULL && e->scope.legacy == NULL && rest != NULL &&
+	    out != NULL) {
+		drain(e);
+		st = dir_state(e, dirfd, &dir_times);
+	}
+	while (st != NULL && (name = strsep(&rest, "/")) != NULL) {
+		res = lookup_in_dir(e, st, name, frame, &disk);
+		if (res != FASTCASE_FOUND) {
+			break;
+		}
+		st = subdir_state(e, st, disk);
+		out = talloc_asprintf_append_buffer(out, "%s%s",
+						    out[0] == '\0' ? "" : "/",
+						    disk);
+		if (st == NULL || out == NULL) {
+			res = FASTCASE_UNKNOWN;
+			break;
+		}
+	}
+	if (st != NULL) {
+		/* a later lookup there reads the times again */
+		st->met_times_valid = false;
+	}
+	if (res == FASTCASE_FOUND) {
+		*found = talloc_move(mem_ctx, &out);
+	}
+	TALLOC_FREE(frame);
 	return res;
 }
 

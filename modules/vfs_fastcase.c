@@ -934,7 +934,123 @@ static int fastcase_next_openat(struct vfs_handle_struct *handle,
 				   a->how);
 }
 
-/* An open that creates nothing: the legacy retry, smbd's memcache. */
+/* Whether test holds for any component of path. */
+static bool fastcase_any_component(connection_struct *conn, const char *path,
+				   bool (*test)(connection_struct *conn,
+						const char *name))
+{
+	char *rest = talloc_strdup(talloc_tos(), path);
+	char *copy = rest, *name = NULL;
+	bool any = (rest == NULL);
+
+	while (!any && (name = strsep(&rest, "/")) != NULL) {
+		any = test(conn, name);
+	}
+	TALLOC_FREE(copy);
+	return any;
+}
+
+static bool fastcase_is_mangled(connection_struct *conn, const char *name)
+{
+	return mangle_is_mangled(name, conn->params);
+}
+
+static bool fastcase_is_vetoed(connection_struct *conn, const char *name)
+{
+	return IS_VETO_PATH(conn, name);
+}
+
+/* Whether a module in the stack shows clients other names than disk's. */
+static bool fastcase_path_translated(struct vfs_handle_struct *handle,
+				     const char *path)
+{
+	char *out = NULL;
+	NTSTATUS status;
+	bool same;
+
+	status = SMB_VFS_TRANSLATE_NAME(handle->conn, path,
+					vfs_translate_to_unix, talloc_tos(),
+					&out);
+	if (NT_STATUS_EQUAL(status, NT_STATUS_NONE_MAPPED)) {
+		return false;
+	}
+	same = NT_STATUS_IS_OK(status) && strcmp(out, path) == 0;
+	TALLOC_FREE(out);
+	return !same;
+}
+
+/*
+ * Whether smbd's walk would ask get_real_filename_at for the components
+ * of this path that miss, and take the cache's answer as it stands.
+ */
+static bool fastcase_path_answerable(struct vfs_handle_struct *handle,
+				     struct fastcase_share *share,
+				     const struct fastcase_openat_args *a)
+{
+	connection_struct *conn = handle->conn;
+	const char *path = a->smb_fname->base_name;
+
+	return (a->how->resolve & VFS_OPEN_HOW_RESOLVE_NO_SYMLINKS) &&
+	       !conn->case_sensitive && !share->legacy &&
+	       !share->below_maps_names && a->smb_fname->stream_name == NULL &&
+	       !is_posix_name(a->smb_fname) &&
+	       fsp_get_pathref_fd(a->dirfsp) != -1 &&
+	       !fastcase_any_component(conn, path, fastcase_is_mangled) &&
+	       !fastcase_path_translated(handle, path);
+}
+
+/*
+ * smbd opens the directories of a path with one openat2(RESOLVE_NO_
+ * SYMLINKS) (openat_pathref_*_nosymlink(), 4.17 to 4.25) and, when the
+ * client's spelling misses, walks them one by one: per component a
+ * failed open, get_real_filename_at and the open again. Here the engine
+ * answers the whole path at once, which is opened by its on-disk
+ * spelling, still without following a symlink.
+ *
+ * smbd names the directory by the string it passed: rel_fname.base_name
+ * is smbd's own talloc copy of the client's path, which smbd itself
+ * case-normalises in place (normalize_filename_case()). The on-disk
+ * spelling is written into it, so that every later use (the fsp's name,
+ * share modes, notify, query-name) shows what the walk would have found.
+ * Only a spelling of the same length fits; any other answer, and any
+ * doubt (a mangled or vetoed component, a symlink, a path changed
+ * meanwhile), leaves smbd its ENOENT and the walk as before.
+ */
+static int fastcase_open_disk_path(struct vfs_handle_struct *handle,
+				   struct fastcase_share *share,
+				   struct fastcase_openat_args *a)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	char *path = a->smb_fname->base_name;
+	size_t len = strlen(path);
+	struct smb_filename disk_fname = *a->smb_fname;
+	char *disk = NULL;
+	int fd = -1;
+
+	if (fastcase_path_answerable(handle, share, a) &&
+	    fastcase_engine_lookup_path(share->engine,
+					fsp_get_pathref_fd(a->dirfsp), path,
+					frame, &disk) == FASTCASE_FOUND &&
+	    strlen(disk) == len &&
+	    !fastcase_any_component(handle->conn, disk, fastcase_is_vetoed)) {
+		disk_fname.base_name = disk;
+		fd = SMB_VFS_NEXT_OPENAT(handle, a->dirfsp, &disk_fname,
+					 a->fsp, a->how);
+	}
+	if (fd != -1) {
+		memcpy(path, disk, len);
+	}
+	TALLOC_FREE(frame);
+	if (fd == -1) {
+		errno = ENOENT;
+	}
+	return fd;
+}
+
+/*
+ * An open that creates nothing: a path answered from the cache, the
+ * legacy retry, smbd's memcache.
+ */
 static int fastcase_open_existing(struct vfs_handle_struct *handle,
 				  struct fastcase_share *share,
 				  struct fastcase_openat_args *a)
@@ -944,7 +1060,7 @@ static int fastcase_open_existing(struct vfs_handle_struct *handle,
 
 	if (ret == -1 && errno == ENOENT) {
 		fastcase_keep_memcache_true(share);
-		errno = ENOENT;
+		ret = fastcase_open_disk_path(handle, share, a);
 	}
 	if (ret == -1 && !(a->how->flags & O_CREAT) &&
 	    (disk = fastcase_legacy_fname(handle, a->dirfsp,

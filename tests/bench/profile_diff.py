@@ -13,7 +13,7 @@ With --syscalls, the system calls instead: `perf trace -s` of the two
 processes, as calls per operation of each (exact counts, unlike times).
 
 usage: profile_diff.py --build BUILD
-                       [--op wrong|miss|deep|create|rename]
+                       [--op wrong|miss|deep|deep-new|create|rename]
                        [--entries N] [--ops N] [--top N] [--syscalls]
 """
 
@@ -33,6 +33,12 @@ from samba import NTSTATUSError
 
 FREQ = 4999
 DEEP = ['Dir%d' % k for k in range(9)] + ['leaf']
+
+
+def deep_chain(i):
+    """deep-new: a chain of directories per operation, as ./waf bench
+    walks them (none seen before by the measured process)."""
+    return ['Chain%05d_L%d' % (i, k) for k in range(1, 9)]
 
 
 def samples_per_op(pids, fn, out, ops):
@@ -61,6 +67,8 @@ def path_of(op, share, i):
         return 'big\\Missing_%s_%07d.txt' % (share, i)
     if op == 'deep':
         path = 'big\\' + '\\'.join(DEEP) + '\\F_%05d.txt' % i
+    elif op == 'deep-new':
+        path = 'big\\' + '\\'.join(deep_chain(i)) + '\\Leaf.txt'
     else:
         path = 'big\\File_%07d_data.txt' % i
     return path.upper() if upper else path
@@ -103,10 +111,23 @@ def run(args):
             names = (['F_%05d.txt' % i for i in range(args.ops)]
                      if depth == len(DEEP) else [])
             server.fill('/'.join(['big'] + DEEP[:depth]), names)
+        if args.op == 'deep-new':
+            for i in range(args.ops):
+                chain = deep_chain(i)
+                for depth in range(1, len(chain)):
+                    server.fill('/'.join(['big'] + chain[:depth]), [])
+                server.fill('/'.join(['big'] + chain), ['Leaf.txt'])
         smbd = server.start({
             'sensitive': {'path': server.tree, 'case sensitive': 'yes'},
             'fastcase': {'path': server.tree, 'case sensitive': 'no',
                          'vfs objects': 'fastcase'}})
+        warm = None
+        if args.op == 'deep-new':
+            # the shared cache knows every chain, as after warm_deep(),
+            # and stays open (as ./waf bench's holders keep it)
+            warm = Client(smbd, 'fastcase')
+            for i in range(args.ops):
+                open_close(warm.conn, path_of(args.op, 'fastcase', i))
         placement = Placement(True)
         placement.timed()
         clients = {}
@@ -125,7 +146,7 @@ def run(args):
                                     os.path.join(server.work, 'perf.data'),
                                     args.ops)
         per_share = {share: by_pid[c.pid] for share, c in clients.items()}
-        for c in clients.values():
+        for c in list(clients.values()) + ([warm] if warm else []):
             c.close()
         if args.syscalls:
             report_syscalls(per_share, args)
@@ -209,7 +230,8 @@ def report(us, args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--build', required=True)
-    p.add_argument('--op', choices=('wrong', 'miss', 'deep', 'create',
+    p.add_argument('--op', choices=('wrong', 'miss', 'deep', 'deep-new',
+                                    'create',
                                     'rename'),
                    default='wrong')
     p.add_argument('--syscalls', action='store_true')

@@ -383,6 +383,39 @@ class ChangesSeenAtOnce(EngineTestCase):
         self.assertAnsweredFromCache('fc', hits=1, misses=1)
 
 
+class DirectoryPathSpelling(EngineTestCase):
+    """A wrong-case path of directories, answered from the cache in one
+    step: smbd still holds the file under its on-disk spelling, as stock
+    smbd's walk would (share modes, and so smbstatus, notify, query-name
+    information)."""
+    shares = {'fc': dict(FASTCASE), 'stock': {}}
+
+    def open_file_names(self):
+        r = subprocess.run([harness.tool('smbstatus'),
+                            '--configfile=' + self.smbd.conf, '-L',
+                            '--json'], capture_output=True, text=True,
+                           check=True)
+        files = json.loads(r.stdout).get('open_files', {})
+        return sorted(f['filename'] for f in files.values())
+
+    def test_held_under_the_disk_spelling(self):
+        for share in ('stock', 'fc'):
+            d = self.fresh_dir(share, 'Paths_' + share)
+            os.makedirs(self.local(share, d, 'Sub Dir', 'Deeper'))
+            self.fill(share, d, ['Sub Dir/Deeper/leaf.txt'])
+            c = self.conn(share)
+            # twice: the second finds every directory cached
+            for _ in range(2):
+                fnum = c.create(d.upper() + '\\SUB DIR\\DEEPER\\LEAF.TXT',
+                                DesiredAccess=READ_WRITE,
+                                ShareAccess=SHARE_ALL,
+                                CreateDisposition=FILE_OPEN)
+                self.assertEqual(self.open_file_names(),
+                                 [d + '/Sub Dir/Deeper/leaf.txt'], share)
+                c.close(fnum)
+            del c
+
+
 class RealNameMemcache(EngineTestCase):
     """smbd's per-process memcache of real names ("stat cache") stays on
     for every share the process serves: the module keeps it true for its

@@ -585,6 +585,99 @@ static void test_lookup_in_working_directory(void **state)
 	free(saved);
 }
 
+/* expect: NULL for anything but FOUND, else the path FOUND must give */
+static void expect_path_(struct fastcase_engine *e, int dirfd,
+			 const char *path, const char *expect,
+			 const char *file, int line)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	char *found = NULL;
+	enum fastcase_result r;
+
+	r = fastcase_engine_lookup_path(e, dirfd, path, frame, &found);
+	if (expect == NULL && r == FASTCASE_FOUND) {
+		fail_msg("%s:%d: path \"%s\": FOUND \"%s\", expected none",
+			 file, line, path, found);
+	}
+	if (expect != NULL &&
+	    (r != FASTCASE_FOUND || strcmp(found, expect) != 0)) {
+		fail_msg("%s:%d: path \"%s\": %s \"%s\", expected \"%s\"",
+			 file, line, path, result_name(r),
+			 r == FASTCASE_FOUND ? found : "", expect);
+	}
+	TALLOC_FREE(frame);
+}
+#define expect_path(e, fd, path, expect) \
+	expect_path_(e, fd, path, expect, __FILE__, __LINE__)
+
+/*
+ * A whole path of directories in one call: each component as a lookup
+ * answers it; a symlink or a file on the way is no answer.
+ */
+static void test_lookup_path(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *e = engine(f, &windows_rules, 100);
+	char *root = make_dir(f, "paths");
+	char *top = make_dir(f, "paths/Top");
+	int fd = open_dir(root);
+
+	make_dir(f, "paths/Top/Mid");
+	make_dir(f, "paths/Top/mid-other");
+	make_dir(f, "paths/Top/Mid/Low");
+	touch(top, "File.txt");
+	assert_int_equal(symlink("Top", path_of(f, "paths/Link")), 0);
+
+	expect_path(e, fd, "TOP/MID/LOW", "Top/Mid/Low");
+	expect_path(e, fd, "Top/Mid/Low", "Top/Mid/Low");
+	expect_path(e, fd, "top", "Top");
+	expect_path(e, fd, "TOP/MID-OTHER", "Top/mid-other");
+	expect_path(e, fd, "TOP/NOPE/LOW", NULL);
+	expect_path(e, fd, "LINK/MID", NULL);	/* a symlink */
+	expect_path(e, fd, "link", NULL);
+	expect_path(e, fd, "TOP/FILE.TXT", NULL);	/* not a directory */
+	expect_path(e, fd, "TOP/FILE.TXT/X", NULL);
+	close(fd);
+}
+
+/*
+ * A process meets the directories of a path by their stamps alone, with
+ * no watch: a change in the last of them after the path's lookup, or in
+ * one on the way between two lookups, is seen by the next lookup.
+ */
+static void test_path_met_by_stamps(void **state)
+{
+	struct fixture *f = *state;
+	struct fastcase_engine *builder = engine(f, &windows_rules, 100);
+	struct fastcase_engine *e = NULL;
+	char *root = make_dir(f, "met");
+	char *low = NULL;
+	int fd = open_dir(root), low_fd;
+
+	make_dir(f, "met/Top");
+	make_dir(f, "met/Top/Mid");
+	low = make_dir(f, "met/Top/Mid/Low");
+	touch(low, "Old.txt");
+	expect_path(builder, fd, "TOP/MID/LOW", "Top/Mid/Low");
+	low_fd = open_dir(low);
+	expect_lookup(builder, low_fd, "OLD.TXT", "Old.txt");
+	usleep(150 * 1000);	/* the builder's next lookups restamp */
+	expect_path(builder, fd, "TOP/MID/LOW", "Top/Mid/Low");
+	expect_lookup(builder, low_fd, "OLD.TXT", "Old.txt");
+
+	e = engine(f, &windows_rules, 100);
+	expect_path(e, fd, "TOP/MID/LOW", "Top/Mid/Low");
+	assert_int_equal(fastcase_engine_stats(e)->builds, 0);
+	touch(low, "New.txt");
+	expect_lookup(e, low_fd, "NEW.TXT", "New.txt");
+
+	mv(path_of(f, "met/Top"), "Mid", path_of(f, "met/Top"), "Middle");
+	expect_path(e, fd, "TOP/MIDDLE/LOW", "Top/Middle/Low");
+	expect_path(e, fd, "TOP/MID/LOW", NULL);
+	close(low_fd);
+	close(fd);
+}
+
 /*
  * Changes made with plain system calls, each checked by the very next
  * lookup: no sleeps.
@@ -2594,6 +2687,8 @@ int main(int argc, char **argv)
 		T(test_events_beyond_one_read),
 		T(test_rename_end_notes_source),
 		T(test_rename_between_links_then_delete),
+		T(test_lookup_path),
+		T(test_path_met_by_stamps),
 #undef T
 	};
 
