@@ -990,10 +990,11 @@ static bool fastcase_path_answerable(struct vfs_handle_struct *handle,
 	connection_struct *conn = handle->conn;
 	const char *path = a->smb_fname->base_name;
 
+	/* twrp: a snapshot's directories, which modules below map to */
 	return (a->how->resolve & VFS_OPEN_HOW_RESOLVE_NO_SYMLINKS) &&
 	       !conn->case_sensitive && !share->legacy &&
 	       !share->below_maps_names && a->smb_fname->stream_name == NULL &&
-	       !is_posix_name(a->smb_fname) &&
+	       a->smb_fname->twrp == 0 && !is_posix_name(a->smb_fname) &&
 	       fsp_get_pathref_fd(a->dirfsp) != -1 &&
 	       !fastcase_any_component(conn, path, fastcase_is_mangled) &&
 	       !fastcase_path_translated(handle, path);
@@ -1013,8 +1014,8 @@ static bool fastcase_path_answerable(struct vfs_handle_struct *handle,
  * spelling is written into it, so that every later use (the fsp's name,
  * share modes, notify, query-name) shows what the walk would have found.
  * Only a spelling of the same length fits; any other answer, and any
- * doubt (a mangled or vetoed component, a symlink, a path changed
- * meanwhile), leaves smbd its ENOENT and the walk as before.
+ * doubt (a mangled or vetoed component, a symlink, a snapshot's path, a
+ * path changed meanwhile), leaves smbd its ENOENT and the walk as before.
  */
 static int fastcase_open_disk_path(struct vfs_handle_struct *handle,
 				   struct fastcase_share *share,

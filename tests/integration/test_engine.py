@@ -388,7 +388,8 @@ class DirectoryPathSpelling(EngineTestCase):
     step: smbd still holds the file under its on-disk spelling, as stock
     smbd's walk would (share modes, and so smbstatus, notify, query-name
     information)."""
-    shares = {'fc': dict(FASTCASE), 'stock': {}}
+    shares = {'fc': dict(FASTCASE, **{'mangled names': 'yes'}),
+              'stock': {'mangled names': 'yes'}}
 
     def open_file_names(self):
         r = subprocess.run([harness.tool('smbstatus'),
@@ -413,6 +414,30 @@ class DirectoryPathSpelling(EngineTestCase):
                 self.assertEqual(self.open_file_names(),
                                  [d + '/Sub Dir/Deeper/leaf.txt'], share)
                 c.close(fnum)
+            del c
+
+    def test_mangled_component_left_to_smbd(self):
+        # only smbd's scan demangles an 8.3 name
+        for share in ('stock', 'fc'):
+            d = self.fresh_dir(share, 'Mangled_' + share)
+            os.makedirs(self.local(share, d, 'Long Directory Name'))
+            self.fill(share, d, ['Long Directory Name/leaf.txt'])
+            c = self.conn(share)
+            short = [e['short_name'] for e in c.list(d)
+                     if e['name'] == 'Long Directory Name'][0]
+            self.assertIn('~', short)
+            # a directory whose own name is the 8.3 name in lower case
+            os.makedirs(self.local(share, d, short.lower()))
+            self.fill(share, d, [short.lower() + '/leaf.txt'])
+            path = d.upper() + '\\' + short + '\\LEAF.TXT'
+            self.assertEqual(c.loadfile(path),
+                             b'Long Directory Name/leaf.txt', share)
+            fnum = c.create(path, DesiredAccess=READ_WRITE,
+                            ShareAccess=SHARE_ALL,
+                            CreateDisposition=FILE_OPEN)
+            self.assertEqual(self.open_file_names(),
+                             [d + '/Long Directory Name/leaf.txt'], share)
+            c.close(fnum)
             del c
 
 
