@@ -1425,38 +1425,39 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 {
 	struct fastcase_dir_state *st = NULL;
 	struct stat dir_times;
+	enum fastcase_result res;
 
 	if (e->cache != NULL) {
 		drain(e);
 		st = dir_state(e, dirfd, &dir_times);
 	}
-	return lookup_in_dir(e, st, name, mem_ctx, found);
+	if (st != NULL && st->watch_deferred) {
+		/* this lookup's own fstat of it */
+		st->met_times_valid = true;
+		st->met_mtime = dir_times.st_mtim;
+		st->met_ctime = dir_times.st_ctim;
+	}
+	res = lookup_in_dir(e, st, name, mem_ctx, found);
+	if (st != NULL) {
+		st->met_times_valid = false;
+	}
+	return res;
 }
 
 /*
- * The state of the directory name in parent's, or NULL when it is not a
- * directory (a symlink included) or cannot be opened.
+ * A state of the directory at rel below base, met on the way down a path:
+ * its first check trusts its stamp by the times read here (check_sync()).
  */
-static struct fastcase_dir_state *subdir_state(struct fastcase_engine *e,
-					       struct fastcase_dir_state *parent,
-					       const char *name)
+static struct fastcase_dir_state *met_dir_state(struct fastcase_engine *e,
+						struct fastcase_dir_state *base,
+						const char *rel)
 {
 	struct fastcase_dir_state *st = NULL;
 	struct fastcase_dir_id id;
 	struct stat cur;
 	int fd;
 
-	if (fstatat(parent->fd, name, &cur, AT_SYMLINK_NOFOLLOW) != 0 ||
-	    !S_ISDIR(cur.st_mode)) {
-		return NULL;
-	}
-	id = (struct fastcase_dir_id) { .dev = cur.st_dev,
-					.ino = cur.st_ino };
-	if (state_find(e, &id) != NULL) {
-		/* known: state_get() needs no fd for it */
-		return state_get(e, &id, -1);
-	}
-	fd = openat(parent->fd, name,
+	fd = openat(base->fd, rel,
 		    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1) {
 		return NULL;
@@ -1472,13 +1473,121 @@ static struct fastcase_dir_state *subdir_state(struct fastcase_engine *e,
 	}
 	st = state_new(e, &id, fd);
 	if (st != NULL) {
-		/* most directories on a path are passed once */
 		st->watch_deferred = true;
 		st->met_times_valid = true;
 		st->met_mtime = cur.st_mtim;
 		st->met_ctime = cur.st_ctim;
 	}
 	return st;
+}
+
+/*
+ * A directory on a path that this process keeps no state of, met by an
+ * fstatat() (cur) within this lookup: its records answer name when their
+ * stamp equals cur and is not racy (docs/DESIGN.md, Consistency, point
+ * 3). Most directories of a deep path are passed once by a process, so
+ * they get no fd, no watch and no state. FASTCASE_UNKNOWN for anything
+ * else (the caller then takes the ordinary way, which sorts it out).
+ */
+static enum fastcase_result answer_by_stamp(struct fastcase_engine *e,
+					    const struct fastcase_dir_id *id,
+					    const struct stat *cur,
+					    const char *name,
+					    TALLOC_CTX *mem_ctx, char **found)
+{
+	struct choose_state cs = { .scope = &e->scope, .name = name };
+	struct fastcase_dir_record rec;
+	char key[FASTCASE_KEY_MAX];
+	const char *pick;
+	size_t key_len;
+
+	*found = NULL;
+	if (fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
+			      &key_len) != 0 ||
+	    !fastcase_cache_dir_get(e->cache, &e->scope, id, &rec) ||
+	    !(rec.flags & FASTCASE_DIR_COMPLETE) ||
+	    !stamp_matches(&rec, cur) || stamp_racy(&rec) ||
+	    fastcase_cache_is_timeless(e->cache, id->dev) ||
+	    fastcase_cache_entry_parse(e->cache, &e->scope, id, rec.gen, key,
+				       key_len, choose_name, &cs) != 0) {
+		return FASTCASE_UNKNOWN;
+	}
+	pick = cs.exact != NULL ? cs.exact : cs.best;
+	if (pick == NULL || (cs.exact == NULL && cs.matches > 1)) {
+		return FASTCASE_UNKNOWN;
+	}
+	*found = talloc_strdup(mem_ctx, pick);
+	if (*found == NULL) {
+		return FASTCASE_UNKNOWN;
+	}
+	e->stats.lookups++;
+	e->stats.hits++;
+	return FASTCASE_FOUND;
+}
+
+/*
+ * Where a path's lookup stands: the directory its next component is
+ * looked up in. Either st, or one this process keeps no state of: rel
+ * (its on-disk path below base, the nearest state above it) with the id
+ * and times of the fstatat() that met it.
+ */
+struct path_cursor {
+	TALLOC_CTX *mem_ctx;
+	struct fastcase_dir_state *st;
+	struct fastcase_dir_state *base;
+	char *rel;
+	struct fastcase_dir_id id;
+	struct stat cur;
+};
+
+static enum fastcase_result cursor_lookup(struct fastcase_engine *e,
+					  struct path_cursor *c,
+					  const char *name, char **disk)
+{
+	enum fastcase_result res;
+
+	if (c->st == NULL) {
+		res = answer_by_stamp(e, &c->id, &c->cur, name, c->mem_ctx,
+				      disk);
+		if (res == FASTCASE_FOUND) {
+			return res;
+		}
+		c->st = met_dir_state(e, c->base, c->rel);
+		if (c->st == NULL) {
+			return FASTCASE_UNKNOWN;
+		}
+	}
+	return lookup_in_dir(e, c->st, name, c->mem_ctx, disk);
+}
+
+/*
+ * Move the cursor into its directory's subdirectory disk (false: not a
+ * directory, or gone). The last directory of a path gets a state: smbd
+ * looks up a name in it next.
+ */
+static bool cursor_descend(struct fastcase_engine *e, struct path_cursor *c,
+			   const char *disk, bool last)
+{
+	if (c->st != NULL) {
+		c->base = c->st;
+		c->rel = talloc_strdup(c->mem_ctx, disk);
+	} else {
+		c->rel = talloc_asprintf_append_buffer(c->rel, "/%s", disk);
+	}
+	if (c->rel == NULL ||
+	    fstatat(c->base->fd, c->rel, &c->cur, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    !S_ISDIR(c->cur.st_mode)) {
+		c->st = NULL;
+		return false;
+	}
+	c->id = (struct fastcase_dir_id) { .dev = c->cur.st_dev,
+					   .ino = c->cur.st_ino };
+	if (state_find(e, &c->id) != NULL) {
+		c->st = state_get(e, &c->id, -1);
+		return c->st != NULL;
+	}
+	c->st = last ? met_dir_state(e, c->base, c->rel) : NULL;
+	return c->st != NULL || !last;
 }
 
 enum fastcase_result fastcase_engine_lookup_path(struct fastcase_engine *e,
@@ -1488,35 +1597,34 @@ enum fastcase_result fastcase_engine_lookup_path(struct fastcase_engine *e,
 {
 	TALLOC_CTX *frame = talloc_stackframe();
 	enum fastcase_result res = FASTCASE_UNKNOWN;
-	struct fastcase_dir_state *st = NULL;
+	struct path_cursor c = { .mem_ctx = frame };
 	struct stat dir_times;
-	char *rest = NULL, *name = NULL, *disk = NULL, *out = NULL;
+	char *rest = talloc_strdup(frame, path), *name = NULL;
+	char *disk = NULL, *out = talloc_strdup(frame, "");
 
 	*found = NULL;
-	rest = talloc_strdup(frame, path);
-	out = talloc_strdup(frame, "");
 	if (e->cache != NULL && e->scope.legacy == NULL && rest != NULL &&
 	    out != NULL) {
 		drain(e);
-		st = dir_state(e, dirfd, &dir_times);
+		c.st = dir_state(e, dirfd, &dir_times);
 	}
-	while (st != NULL && (name = strsep(&rest, "/")) != NULL) {
-		res = lookup_in_dir(e, st, name, frame, &disk);
+	while ((c.st != NULL || c.base != NULL) &&
+	       (name = strsep(&rest, "/")) != NULL) {
+		res = cursor_lookup(e, &c, name, &disk);
 		if (res != FASTCASE_FOUND) {
 			break;
 		}
-		st = subdir_state(e, st, disk);
 		out = talloc_asprintf_append_buffer(out, "%s%s",
 						    out[0] == '\0' ? "" : "/",
 						    disk);
-		if (st == NULL || out == NULL) {
+		if (out == NULL || !cursor_descend(e, &c, disk, rest == NULL)) {
 			res = FASTCASE_UNKNOWN;
 			break;
 		}
 	}
-	if (st != NULL) {
+	if (c.st != NULL) {
 		/* a later lookup there reads the times again */
-		st->met_times_valid = false;
+		c.st->met_times_valid = false;
 	}
 	if (res == FASTCASE_FOUND) {
 		*found = talloc_move(mem_ctx, &out);

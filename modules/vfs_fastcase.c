@@ -991,8 +991,7 @@ static bool fastcase_path_answerable(struct vfs_handle_struct *handle,
 	const char *path = a->smb_fname->base_name;
 
 	/* twrp: a snapshot's directories, which modules below map to */
-	return (a->how->resolve & VFS_OPEN_HOW_RESOLVE_NO_SYMLINKS) &&
-	       !conn->case_sensitive && !share->legacy &&
+	return !conn->case_sensitive && !share->legacy &&
 	       !share->below_maps_names && a->smb_fname->stream_name == NULL &&
 	       a->smb_fname->twrp == 0 && !is_posix_name(a->smb_fname) &&
 	       fsp_get_pathref_fd(a->dirfsp) != -1 &&
@@ -1059,9 +1058,14 @@ static int fastcase_open_existing(struct vfs_handle_struct *handle,
 	struct smb_filename *disk = NULL;
 	int ret = fastcase_next_openat(handle, a);
 
-	if (ret == -1 && errno == ENOENT) {
-		fastcase_keep_memcache_true(share);
+	if (ret == -1 && errno == ENOENT &&
+	    (a->how->resolve & VFS_OPEN_HOW_RESOLVE_NO_SYMLINKS)) {
 		ret = fastcase_open_disk_path(handle, share, a);
+	}
+	if (ret == -1 && errno == ENOENT) {
+		/* smbd's walk follows */
+		fastcase_keep_memcache_true(share);
+		errno = ENOENT;
 	}
 	if (ret == -1 && !(a->how->flags & O_CREAT) &&
 	    (disk = fastcase_legacy_fname(handle, a->dirfsp,

@@ -642,8 +642,9 @@ static void test_lookup_path(void **state)
 
 /*
  * A process meets the directories of a path by their stamps alone, with
- * no watch: a change in the last of them after the path's lookup, or in
- * one on the way between two lookups, is seen by the next lookup.
+ * no watch (and those on the way with no state): a change in the last of
+ * them after the path's lookup, or in one on the way between two lookups,
+ * is seen by the next lookup.
  */
 static void test_path_met_by_stamps(void **state)
 {
@@ -671,9 +672,16 @@ static void test_path_met_by_stamps(void **state)
 	touch(low, "New.txt");
 	expect_lookup(e, low_fd, "NEW.TXT", "New.txt");
 
+	/* an exact match made on the way wins over the records' "Mid" */
+	make_dir(f, "met/Top/MID");
+	make_dir(f, "met/Top/MID/Low");
+	expect_path(e, fd, "TOP/MID/LOW", "Top/MID/Low");
+	expect_path(e, fd, "TOP/Mid/LOW", "Top/Mid/Low");
+
 	mv(path_of(f, "met/Top"), "Mid", path_of(f, "met/Top"), "Middle");
 	expect_path(e, fd, "TOP/MIDDLE/LOW", "Top/Middle/Low");
-	expect_path(e, fd, "TOP/MID/LOW", NULL);
+	expect_path(e, fd, "TOP/Mid/LOW", "Top/MID/Low");
+	expect_path(e, fd, "TOP/MIDDLE/NOPE", NULL);
 	close(low_fd);
 	close(fd);
 }
