@@ -122,6 +122,8 @@ struct fastcase_share {
 	bool legacy;		/* "fastcase:legacy charset" is set */
 	/* a module below maps names or has no kernel fd: smbd answers */
 	bool below_maps_names;
+	/* no module above has an openat: smbd's own names reach ours */
+	bool first_to_open;
 	/* readdir's answer for a legacy name, under its UTF-8 spelling */
 	struct dirent *legacy_dirent;
 	/* clustering = yes: creates also lock across the nodes */
@@ -383,6 +385,22 @@ static bool fastcase_names_mapped_below(struct vfs_handle_struct *handle)
 	return false;
 }
 
+/*
+ * Whether smbd's own smb_filename reaches this module's openat: no module
+ * listed above it has an openat of its own, which may pass a copy (catia
+ * passes the name it mapped). The whole-path answer writes the on-disk
+ * spelling into smbd's string; into a copy, smbd would never see it.
+ */
+static bool fastcase_first_to_open(struct vfs_handle_struct *handle)
+{
+	struct vfs_handle_struct *h = handle->conn->vfs_handles;
+
+	while (h != NULL && h != handle && h->fns->openat_fn == NULL) {
+		h = h->next;
+	}
+	return h == handle;
+}
+
 /* The share's state from its parameters; 0 or an errno for connect. */
 static int fastcase_share_setup(struct vfs_handle_struct *handle,
 				struct fastcase_share *share)
@@ -406,6 +424,7 @@ static int fastcase_share_setup(struct vfs_handle_struct *handle,
 	}
 
 	share->below_maps_names = fastcase_names_mapped_below(handle);
+	share->first_to_open = fastcase_first_to_open(handle);
 	if (lp_clustering()) {
 		share->cluster_lock = fastcase_cluster_lock_create(share);
 		if (share->cluster_lock == NULL) {
@@ -991,8 +1010,9 @@ static bool fastcase_path_answerable(struct vfs_handle_struct *handle,
 	const char *path = a->smb_fname->base_name;
 
 	/* twrp: a snapshot's directories, which modules below map to */
-	return !conn->case_sensitive && !share->legacy &&
-	       !share->below_maps_names && a->smb_fname->stream_name == NULL &&
+	return share->first_to_open && !conn->case_sensitive &&
+	       !share->legacy && !share->below_maps_names &&
+	       a->smb_fname->stream_name == NULL &&
 	       a->smb_fname->twrp == 0 && !is_posix_name(a->smb_fname) &&
 	       fsp_get_pathref_fd(a->dirfsp) != -1 &&
 	       !fastcase_any_component(conn, path, fastcase_is_mangled) &&

@@ -389,7 +389,9 @@ class DirectoryPathSpelling(EngineTestCase):
     smbd's walk would (share modes, and so smbstatus, notify, query-name
     information)."""
     shares = {'fc': dict(FASTCASE, **{'mangled names': 'yes'}),
-              'stock': {'mangled names': 'yes'}}
+              'stock': {'mangled names': 'yes'},
+              # catia's openat passes its own copy of the name down
+              'catia_fc': {'vfs objects': 'catia fastcase'}}
 
     def open_file_names(self):
         r = subprocess.run([harness.tool('smbstatus'),
@@ -400,7 +402,7 @@ class DirectoryPathSpelling(EngineTestCase):
         return sorted(f['filename'] for f in files.values())
 
     def test_held_under_the_disk_spelling(self):
-        for share in ('stock', 'fc'):
+        for share in ('stock', 'fc', 'catia_fc'):
             d = self.fresh_dir(share, 'Paths_' + share)
             os.makedirs(self.local(share, d, 'Sub Dir', 'Deeper'))
             self.fill(share, d, ['Sub Dir/Deeper/leaf.txt'])
