@@ -84,9 +84,6 @@ struct fastcase_dir_state {
 	/* met on the way down a path: the first check trusts the stamp
 	 * alone, the second adds the watch (check_sync()) */
 	bool watch_deferred;
-	/* the times read when it was met, while that lookup lasts */
-	bool met_times_valid;
-	struct timespec met_mtime, met_ctime;
 	bool ambiguity_logged;
 	uint64_t gen;
 };
@@ -347,6 +344,16 @@ static struct fastcase_dir_state *state_new(struct fastcase_engine *e,
 	return st;
 }
 
+/* A known state, in use again: the newest in the LRU. */
+static struct fastcase_dir_state *state_touch(struct fastcase_engine *e,
+					      struct fastcase_dir_state *st)
+{
+	if (st != e->lru) {
+		DLIST_PROMOTE(e->lru, st);
+	}
+	return st;
+}
+
 static struct fastcase_dir_state *state_get(struct fastcase_engine *e,
 					    const struct fastcase_dir_id *id,
 					    int dirfd)
@@ -355,10 +362,7 @@ static struct fastcase_dir_state *state_get(struct fastcase_engine *e,
 	int fd;
 
 	if (st != NULL) {
-		if (st != e->lru) {
-			DLIST_PROMOTE(e->lru, st);
-		}
-		return st;
+		return state_touch(e, st);
 	}
 	fd = (dirfd == AT_FDCWD) ?
 		open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) :
@@ -392,12 +396,12 @@ static bool stamp_racy(const struct fastcase_dir_record *rec)
  * window, and the file system moves a directory's times at all.
  */
 static bool stamp_trusted(struct fastcase_engine *e,
-			  const struct fastcase_dir_state *st,
+			  const struct fastcase_dir_id *id,
 			  const struct fastcase_dir_record *rec,
 			  const struct stat *cur)
 {
 	return stamp_matches(rec, cur) && !stamp_racy(rec) &&
-		!fastcase_cache_is_timeless(e->cache, st->id.dev);
+		!fastcase_cache_is_timeless(e->cache, id->dev);
 }
 
 /*
@@ -417,6 +421,16 @@ static bool record_usable(const struct fastcase_dir_record *rec)
 {
 	return (rec->flags & (FASTCASE_DIR_COMPLETE |
 			      FASTCASE_DIR_TOO_BIG)) != 0;
+}
+
+/* The directory id's usable records, when cur (its times) vouches. */
+static bool records_by_stamp(struct fastcase_engine *e,
+			     const struct fastcase_dir_id *id,
+			     const struct stat *cur,
+			     struct fastcase_dir_record *rec)
+{
+	return fastcase_cache_dir_get(e->cache, &e->scope, id, rec) &&
+	       record_usable(rec) && stamp_trusted(e, id, rec, cur);
 }
 
 /* A test's probes retry a busy lock in their own time. */
@@ -755,7 +769,7 @@ static int build_needed(struct fastcase_engine *e,
 			const struct fastcase_dir_record *rec,
 			const struct stat *cur, int64_t stamp_time)
 {
-	if (stamp_trusted(e, st, rec, cur)) {
+	if (stamp_trusted(e, &st->id, rec, cur)) {
 		/* built by another process while we waited */
 		return 0;
 	}
@@ -866,32 +880,35 @@ static int build_locked(struct fastcase_engine *e,
 /*
  * A directory met on the way down a path, checked for the first time:
  * whether its records are current by their stamp alone, without a watch.
+ * lookup_times: the directory's times as this lookup read them, or NULL.
  */
 static bool deferred_stamp_trusted(struct fastcase_engine *e,
 				   struct fastcase_dir_state *st,
+				   const struct stat *lookup_times,
 				   struct fastcase_dir_record *rec)
 {
 	struct stat cur;
 
 	st->watch_deferred = false;
-	if (st->met_times_valid) {
-		cur = (struct stat) { .st_mtim = st->met_mtime,
-				      .st_ctim = st->met_ctime };
-	} else if (fstat(st->fd, &cur) != 0) {
-		return false;
+	if (lookup_times == NULL) {
+		if (fstat(st->fd, &cur) != 0) {
+			return false;
+		}
+		lookup_times = &cur;
 	}
-	return fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
-	       record_usable(rec) && stamp_trusted(e, st, rec, &cur);
+	return records_by_stamp(e, &st->id, lookup_times, rec);
 }
 
 /*
  * Whether st's records may be trusted as they stand: 0 with rec the
  * directory's record; ESTALE when they must be built first (*seen_gen:
  * the generation of usable records seen after adding our watch, and rec
- * those records; 0 when there were none); or an errno.
+ * those records; 0 when there were none); or an errno. lookup_times (or
+ * NULL): the directory's times as the lookup asking read them.
  */
 static int check_sync(struct fastcase_engine *e,
 		      struct fastcase_dir_state *st,
+		      const struct stat *lookup_times,
 		      struct fastcase_dir_record *rec, uint64_t *seen_gen)
 {
 	struct stat cur;
@@ -907,7 +924,8 @@ static int check_sync(struct fastcase_engine *e,
 	}
 	st->in_sync = false;
 
-	if (st->watch_deferred && deferred_stamp_trusted(e, st, rec)) {
+	if (st->watch_deferred &&
+	    deferred_stamp_trusted(e, st, lookup_times, rec)) {
 		st->gen = rec->gen;
 		return 0;
 	}
@@ -921,7 +939,7 @@ static int check_sync(struct fastcase_engine *e,
 	}
 	if (fastcase_cache_dir_get(e->cache, &e->scope, &st->id, rec) &&
 	    record_usable(rec)) {
-		if (stamp_trusted(e, st, rec, &cur)) {
+		if (stamp_trusted(e, &st->id, rec, &cur)) {
 			st->gen = rec->gen;
 			st->in_sync = (st->wd >= 0);
 			return 0;
@@ -951,7 +969,7 @@ static int ensure_sync(struct fastcase_engine *e,
 		       struct fastcase_dir_record *rec)
 {
 	uint64_t seen_gen;
-	int ret = check_sync(e, st, rec, &seen_gen);
+	int ret = check_sync(e, st, NULL, rec, &seen_gen);
 
 	if (ret == ESTALE) {
 		ret = rebuild(e, st, seen_gen, rec);
@@ -1015,6 +1033,26 @@ static void choose_name(const char *names, size_t names_len,
 }
 
 /*
+ * Rank the names of generation gen's bucket for key (cs names the name
+ * asked): *pick the one a lookup answers, or NULL. 0, ENOENT when there
+ * is no such bucket, or another errno.
+ */
+static int bucket_pick(struct fastcase_engine *e,
+		       const struct fastcase_dir_id *id, uint64_t gen,
+		       const char *key, size_t key_len,
+		       struct choose_state *cs, const char **pick)
+{
+	int ret = fastcase_cache_entry_parse(e->cache, &e->scope, id, gen,
+					     key, key_len, choose_name, cs);
+
+	*pick = NULL;
+	if (ret == 0) {
+		*pick = cs->exact != NULL ? cs->exact : cs->best;
+	}
+	return ret;
+}
+
+/*
  * Look the key up in the current generation and copy the chosen name.
  * Returns 0 with *found set or NULL, ENOENT when generation gen has no
  * bucket for the key, or another errno.
@@ -1025,17 +1063,15 @@ static int find_in_records(struct fastcase_engine *e,
 			   TALLOC_CTX *mem_ctx, char **found, bool *ambiguous)
 {
 	struct choose_state cs = { .scope = &e->scope, .name = name };
-	const char *pick;
+	const char *pick = NULL;
 	int ret;
 
 	*found = NULL;
 	*ambiguous = false;
-	ret = fastcase_cache_entry_parse(e->cache, &e->scope, &st->id, gen,
-					 key, key_len, choose_name, &cs);
+	ret = bucket_pick(e, &st->id, gen, key, key_len, &cs, &pick);
 	if (ret != 0) {
 		return ret;
 	}
-	pick = cs.exact != NULL ? cs.exact : cs.best;
 	if (pick == NULL) {
 		return 0;
 	}
@@ -1260,6 +1296,7 @@ static int rebuild_for_lookup(struct fastcase_engine *e,
  */
 static enum fastcase_result read_records(struct fastcase_engine *e,
 					 struct fastcase_dir_state *st,
+					 const struct stat *lookup_times,
 					 const char *name, const char *key,
 					 size_t key_len, TALLOC_CTX *mem_ctx,
 					 char **found, int *retry,
@@ -1273,7 +1310,7 @@ static enum fastcase_result read_records(struct fastcase_engine *e,
 
 	*retry = 0;
 	*rd = (struct lookup_read) { .counted = false };
-	ret = check_sync(e, st, &rec, &seen_gen);
+	ret = check_sync(e, st, lookup_times, &rec, &seen_gen);
 	if (ret == ESTALE && seen_gen != 0 &&
 	    confirmed_hit(e, st, &rec, name, key, key_len, mem_ctx, found)) {
 		return FASTCASE_FOUND;
@@ -1377,9 +1414,13 @@ static enum fastcase_result absent_by_read(struct fastcase_engine *e,
 	return FASTCASE_NOT_FOUND;
 }
 
-/* The on-disk name that name folds equal to in st's directory. */
+/*
+ * The on-disk name that name folds equal to in st's directory;
+ * lookup_times: its times as this lookup read them (or NULL).
+ */
 static enum fastcase_result lookup_in_dir(struct fastcase_engine *e,
 					  struct fastcase_dir_state *st,
+					  const struct stat *lookup_times,
 					  const char *name,
 					  TALLOC_CTX *mem_ctx, char **found)
 {
@@ -1398,8 +1439,8 @@ static enum fastcase_result lookup_in_dir(struct fastcase_engine *e,
 	}
 	for (attempt = 0; st != NULL && retry != 0 && attempt < 3;
 	     attempt++) {
-		res = read_records(e, st, name, key, key_len, mem_ctx, found,
-				   &retry, &rd);
+		res = read_records(e, st, lookup_times, name, key, key_len,
+				   mem_ctx, found, &retry, &rd);
 	}
 	if (st != NULL && rd.counted) {
 		res = absent_by_read(e, st, name, res, &rd, mem_ctx, found);
@@ -1425,36 +1466,25 @@ static enum fastcase_result lookup_disk_name(struct fastcase_engine *e,
 {
 	struct fastcase_dir_state *st = NULL;
 	struct stat dir_times;
-	enum fastcase_result res;
 
 	if (e->cache != NULL) {
 		drain(e);
 		st = dir_state(e, dirfd, &dir_times);
 	}
-	if (st != NULL && st->watch_deferred) {
-		/* this lookup's own fstat of it */
-		st->met_times_valid = true;
-		st->met_mtime = dir_times.st_mtim;
-		st->met_ctime = dir_times.st_ctim;
-	}
-	res = lookup_in_dir(e, st, name, mem_ctx, found);
-	if (st != NULL) {
-		st->met_times_valid = false;
-	}
-	return res;
+	return lookup_in_dir(e, st, &dir_times, name, mem_ctx, found);
 }
 
 /*
- * A state of the directory at rel below base, met on the way down a path:
- * its first check trusts its stamp by the times read here (check_sync()).
+ * A state of the directory at rel below base, met on the way down a path
+ * (its first check trusts its stamp alone: check_sync()); *cur: its times.
  */
 static struct fastcase_dir_state *met_dir_state(struct fastcase_engine *e,
 						struct fastcase_dir_state *base,
-						const char *rel)
+						const char *rel,
+						struct stat *cur)
 {
 	struct fastcase_dir_state *st = NULL;
 	struct fastcase_dir_id id;
-	struct stat cur;
 	int fd;
 
 	fd = openat(base->fd, rel,
@@ -1463,20 +1493,18 @@ static struct fastcase_dir_state *met_dir_state(struct fastcase_engine *e,
 		return NULL;
 	}
 	/* the fd's own id: the name may be another directory by now */
-	if (dir_id_of(fd, &cur, &id) != 0) {
+	if (dir_id_of(fd, cur, &id) != 0) {
 		close(fd);
 		return NULL;
 	}
-	if (state_find(e, &id) != NULL) {
+	st = state_find(e, &id);
+	if (st != NULL) {
 		close(fd);
-		return state_get(e, &id, -1);
+		return state_touch(e, st);
 	}
 	st = state_new(e, &id, fd);
 	if (st != NULL) {
 		st->watch_deferred = true;
-		st->met_times_valid = true;
-		st->met_mtime = cur.st_mtim;
-		st->met_ctime = cur.st_ctim;
 	}
 	return st;
 }
@@ -1498,22 +1526,17 @@ static enum fastcase_result answer_by_stamp(struct fastcase_engine *e,
 	struct choose_state cs = { .scope = &e->scope, .name = name };
 	struct fastcase_dir_record rec;
 	char key[FASTCASE_KEY_MAX];
-	const char *pick;
+	const char *pick = NULL;
 	size_t key_len;
 
 	*found = NULL;
 	if (fastcase_fold_key(&e->scope.rules, name, key, sizeof(key),
 			      &key_len) != 0 ||
-	    !fastcase_cache_dir_get(e->cache, &e->scope, id, &rec) ||
+	    !records_by_stamp(e, id, cur, &rec) ||
 	    !(rec.flags & FASTCASE_DIR_COMPLETE) ||
-	    !stamp_matches(&rec, cur) || stamp_racy(&rec) ||
-	    fastcase_cache_is_timeless(e->cache, id->dev) ||
-	    fastcase_cache_entry_parse(e->cache, &e->scope, id, rec.gen, key,
-				       key_len, choose_name, &cs) != 0) {
-		return FASTCASE_UNKNOWN;
-	}
-	pick = cs.exact != NULL ? cs.exact : cs.best;
-	if (pick == NULL || (cs.exact == NULL && cs.matches > 1)) {
+	    bucket_pick(e, id, rec.gen, key, key_len, &cs, &pick) != 0 ||
+	    pick == NULL || (cs.exact == NULL && cs.matches > 1)) {
+		/* the ordinary way answers, logs or reads */
 		return FASTCASE_UNKNOWN;
 	}
 	*found = talloc_strdup(mem_ctx, pick);
@@ -1552,12 +1575,14 @@ static enum fastcase_result cursor_lookup(struct fastcase_engine *e,
 		if (res == FASTCASE_FOUND) {
 			return res;
 		}
-		c->st = met_dir_state(e, c->base, c->rel);
+		c->st = met_dir_state(e, c->base, c->rel, &c->cur);
 		if (c->st == NULL) {
 			return FASTCASE_UNKNOWN;
 		}
+		return lookup_in_dir(e, c->st, &c->cur, name, c->mem_ctx,
+				     disk);
 	}
-	return lookup_in_dir(e, c->st, name, c->mem_ctx, disk);
+	return lookup_in_dir(e, c->st, NULL, name, c->mem_ctx, disk);
 }
 
 /*
@@ -1582,11 +1607,12 @@ static bool cursor_descend(struct fastcase_engine *e, struct path_cursor *c,
 	}
 	c->id = (struct fastcase_dir_id) { .dev = c->cur.st_dev,
 					   .ino = c->cur.st_ino };
-	if (state_find(e, &c->id) != NULL) {
-		c->st = state_get(e, &c->id, -1);
-		return c->st != NULL;
+	c->st = state_find(e, &c->id);
+	if (c->st != NULL) {
+		state_touch(e, c->st);
+	} else if (last) {
+		c->st = met_dir_state(e, c->base, c->rel, &c->cur);
 	}
-	c->st = last ? met_dir_state(e, c->base, c->rel) : NULL;
 	return c->st != NULL || !last;
 }
 
@@ -1598,7 +1624,6 @@ enum fastcase_result fastcase_engine_lookup_path(struct fastcase_engine *e,
 	TALLOC_CTX *frame = talloc_stackframe();
 	enum fastcase_result res = FASTCASE_UNKNOWN;
 	struct path_cursor c = { .mem_ctx = frame };
-	struct stat dir_times;
 	char *rest = talloc_strdup(frame, path), *name = NULL;
 	char *disk = NULL, *out = talloc_strdup(frame, "");
 
@@ -1606,7 +1631,7 @@ enum fastcase_result fastcase_engine_lookup_path(struct fastcase_engine *e,
 	if (e->cache != NULL && e->scope.legacy == NULL && rest != NULL &&
 	    out != NULL) {
 		drain(e);
-		c.st = dir_state(e, dirfd, &dir_times);
+		c.st = dir_state(e, dirfd, &c.cur);
 	}
 	while ((c.st != NULL || c.base != NULL) &&
 	       (name = strsep(&rest, "/")) != NULL) {
@@ -1621,10 +1646,6 @@ enum fastcase_result fastcase_engine_lookup_path(struct fastcase_engine *e,
 			res = FASTCASE_UNKNOWN;
 			break;
 		}
-	}
-	if (c.st != NULL) {
-		/* a later lookup there reads the times again */
-		c.st->met_times_valid = false;
 	}
 	if (res == FASTCASE_FOUND) {
 		*found = talloc_move(mem_ctx, &out);

@@ -1011,7 +1011,7 @@ static bool fastcase_path_answerable(struct vfs_handle_struct *handle,
 
 	/* twrp: a snapshot's directories, which modules below map to */
 	return share->first_to_open && !conn->case_sensitive &&
-	       !share->legacy && !share->below_maps_names &&
+	       !share->below_maps_names &&
 	       a->smb_fname->stream_name == NULL &&
 	       a->smb_fname->twrp == 0 && !is_posix_name(a->smb_fname) &&
 	       fsp_get_pathref_fd(a->dirfsp) != -1 &&

@@ -393,11 +393,18 @@ class DirectoryPathSpelling(EngineTestCase):
               # catia's openat passes its own copy of the name down
               'catia_fc': {'vfs objects': 'catia fastcase'}}
 
-    def open_file_names(self):
-        r = subprocess.run([harness.tool('smbstatus'),
-                            '--configfile=' + self.smbd.conf, '-L',
-                            '--json'], capture_output=True, text=True,
-                           check=True)
+    def held_as(self, conn, path):
+        """The names smbd holds open files under (smbstatus) while
+        conn has path open."""
+        fnum = conn.create(path, DesiredAccess=READ_WRITE,
+                           ShareAccess=SHARE_ALL, CreateDisposition=FILE_OPEN)
+        try:
+            r = subprocess.run([harness.tool('smbstatus'),
+                                '--configfile=' + self.smbd.conf, '-L',
+                                '--json'], capture_output=True, text=True,
+                               check=True)
+        finally:
+            conn.close(fnum)
         files = json.loads(r.stdout).get('open_files', {})
         return sorted(f['filename'] for f in files.values())
 
@@ -409,13 +416,10 @@ class DirectoryPathSpelling(EngineTestCase):
             c = self.conn(share)
             # twice: the second finds every directory cached
             for _ in range(2):
-                fnum = c.create(d.upper() + '\\SUB DIR\\DEEPER\\LEAF.TXT',
-                                DesiredAccess=READ_WRITE,
-                                ShareAccess=SHARE_ALL,
-                                CreateDisposition=FILE_OPEN)
-                self.assertEqual(self.open_file_names(),
-                                 [d + '/Sub Dir/Deeper/leaf.txt'], share)
-                c.close(fnum)
+                self.assertEqual(
+                    self.held_as(c, d.upper() +
+                                 '\\SUB DIR\\DEEPER\\LEAF.TXT'),
+                    [d + '/Sub Dir/Deeper/leaf.txt'], share)
             del c
 
     def test_mangled_component_left_to_smbd(self):
@@ -434,12 +438,8 @@ class DirectoryPathSpelling(EngineTestCase):
             path = d.upper() + '\\' + short + '\\LEAF.TXT'
             self.assertEqual(c.loadfile(path),
                              b'Long Directory Name/leaf.txt', share)
-            fnum = c.create(path, DesiredAccess=READ_WRITE,
-                            ShareAccess=SHARE_ALL,
-                            CreateDisposition=FILE_OPEN)
-            self.assertEqual(self.open_file_names(),
+            self.assertEqual(self.held_as(c, path),
                              [d + '/Long Directory Name/leaf.txt'], share)
-            c.close(fnum)
             del c
 
 

@@ -184,31 +184,47 @@ static const char *result_name(enum fastcase_result r)
 	return "?";
 }
 
-/* expect: NULL for NOT_FOUND, else the name FOUND must give */
-static void expect_lookup_(struct fastcase_engine *e, int dirfd,
-			   const char *name, const char *expect,
+typedef enum fastcase_result (*lookup_fn)(struct fastcase_engine *e,
+					  int dirfd, const char *name,
+					  TALLOC_CTX *mem_ctx, char **found);
+
+/*
+ * expect: NULL for a miss (NOT_FOUND; of a path, any answer but FOUND),
+ * else the name or path FOUND must give.
+ */
+static void expect_answer_(lookup_fn fn, bool path, struct fastcase_engine *e,
+			   int dirfd, const char *name, const char *expect,
 			   const char *file, int line)
 {
 	TALLOC_CTX *frame = talloc_stackframe();
+	const char *what = path ? "path" : "lookup";
 	char *found = NULL;
 	enum fastcase_result r;
 
-	r = fastcase_engine_lookup(e, dirfd, name, frame, &found);
-	if (expect == NULL && r != FASTCASE_NOT_FOUND) {
-		fail_msg("%s:%d: lookup \"%s\": %s \"%s\", expected NOT_FOUND",
-			 file, line, unit_hex(name), result_name(r),
-			 r == FASTCASE_FOUND ? unit_hex(found) : "");
+	r = fn(e, dirfd, name, frame, &found);
+	if (expect == NULL &&
+	    (path ? r == FASTCASE_FOUND : r != FASTCASE_NOT_FOUND)) {
+		fail_msg("%s:%d: %s \"%s\": %s \"%s\", expected %s", file,
+			 line, what, unit_hex(name), result_name(r),
+			 r == FASTCASE_FOUND ? unit_hex(found) : "",
+			 path ? "no answer" : "NOT_FOUND");
 	}
 	if (expect != NULL &&
 	    (r != FASTCASE_FOUND || strcmp(found, expect) != 0)) {
-		fail_msg("%s:%d: lookup \"%s\": %s \"%s\", expected FOUND "
-			 "\"%s\"", file, line, unit_hex(name), result_name(r),
-			 r == FASTCASE_FOUND ? unit_hex(found) : "", unit_hex(expect));
+		fail_msg("%s:%d: %s \"%s\": %s \"%s\", expected FOUND "
+			 "\"%s\"", file, line, what, unit_hex(name),
+			 result_name(r),
+			 r == FASTCASE_FOUND ? unit_hex(found) : "",
+			 unit_hex(expect));
 	}
 	TALLOC_FREE(frame);
 }
 #define expect_lookup(e, fd, name, expect) \
-	expect_lookup_(e, fd, name, expect, __FILE__, __LINE__)
+	expect_answer_(fastcase_engine_lookup, false, e, fd, name, expect, \
+		       __FILE__, __LINE__)
+#define expect_path(e, fd, path, expect) \
+	expect_answer_(fastcase_engine_lookup_path, true, e, fd, path, \
+		       expect, __FILE__, __LINE__)
 
 /* ---- peers: other processes with their own engine --------------------- */
 
@@ -584,31 +600,6 @@ static void test_lookup_in_working_directory(void **state)
 	assert_int_equal(chdir(saved), 0);
 	free(saved);
 }
-
-/* expect: NULL for anything but FOUND, else the path FOUND must give */
-static void expect_path_(struct fastcase_engine *e, int dirfd,
-			 const char *path, const char *expect,
-			 const char *file, int line)
-{
-	TALLOC_CTX *frame = talloc_stackframe();
-	char *found = NULL;
-	enum fastcase_result r;
-
-	r = fastcase_engine_lookup_path(e, dirfd, path, frame, &found);
-	if (expect == NULL && r == FASTCASE_FOUND) {
-		fail_msg("%s:%d: path \"%s\": FOUND \"%s\", expected none",
-			 file, line, path, found);
-	}
-	if (expect != NULL &&
-	    (r != FASTCASE_FOUND || strcmp(found, expect) != 0)) {
-		fail_msg("%s:%d: path \"%s\": %s \"%s\", expected \"%s\"",
-			 file, line, path, result_name(r),
-			 r == FASTCASE_FOUND ? found : "", expect);
-	}
-	TALLOC_FREE(frame);
-}
-#define expect_path(e, fd, path, expect) \
-	expect_path_(e, fd, path, expect, __FILE__, __LINE__)
 
 /*
  * A whole path of directories in one call: each component as a lookup
