@@ -218,6 +218,10 @@ def _pid_alive_file(path):
     return pid is not None and _pid_alive(pid)
 
 
+# Where Debian installs ctdbd's helpers (ctdb_lock_helper, ctdb-eventd).
+CTDB_HELPER_DIR = '/usr/libexec/ctdb'
+
+
 class CtdbError(Exception):
     pass
 
@@ -238,7 +242,10 @@ class Ctdb:
 
     def env(self, node):
         e = dict(os.environ)
-        e.update(CTDB_TEST_MODE='1', CTDB_BASE=self.bases[node])
+        # Samba 4.25's ctdb in test mode also takes its helpers'
+        # directory from the environment (and aborts without it)
+        e.update(CTDB_TEST_MODE='1', CTDB_BASE=self.bases[node],
+                 CTDB_TEST_HELPER_BINDIR=CTDB_HELPER_DIR)
         return e
 
     def socket(self, node):

@@ -7,6 +7,7 @@ Run by ./waf test as: tests/tools/test_tools.py --build BUILDDIR
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -253,6 +254,60 @@ class SambaVersionGuard(unittest.TestCase):
         r = self.compile_for(46)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn(b'4.17', r.stderr)
+
+
+class DevelopmentTreeChoice(unittest.TestCase):
+    """./waf's development_commit(): for a release whose tag a Samba git
+    mirror lacks, the newest commit of its minor release's branches, or
+    master while master's VERSION is that minor release; nothing else."""
+
+    def git(self, *args):
+        subprocess.run(['git', '-C', self.repo] + list(args), check=True,
+                       capture_output=True)
+
+    def commit(self, minor):
+        with open(os.path.join(self.repo, 'VERSION'), 'w') as f:
+            f.write('SAMBA_VERSION_MAJOR=4\nSAMBA_VERSION_MINOR=%d\n'
+                    'SAMBA_VERSION_RELEASE=0\n' % minor)
+        self.git('add', 'VERSION')
+        self.git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit',
+                 '-qm', '4.%d' % minor)
+        return subprocess.run(['git', '-C', self.repo, 'rev-parse', 'HEAD'],
+                              capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    def choose(self, debian_version):
+        with open(os.path.join(TOP, 'waf')) as f:
+            waf = f.read()
+        functions = ''.join(re.findall(r'^(?:upstream_of|development_commit)'
+                                       r'\(\) \{\n.*?^\}\n', waf,
+                                       re.S | re.M))
+        r = subprocess.run(['bash', '-c', functions +
+                            'development_commit "$1" "$2"', 'bash',
+                            os.path.join(self.repo, '.git'), debian_version],
+                           capture_output=True, text=True)
+        return r.stdout if r.returncode == 0 else None
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.repo = self.tmp.name
+        self.git('init', '-q', '-b', 'master')
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_master_of_the_same_minor_release(self):
+        self.commit(24)
+        head = self.commit(25)
+        self.assertEqual(self.choose('2:4.25.1+dfsg-1'), head)
+        self.assertIsNone(self.choose('2:4.26.0+dfsg-1'))
+        self.assertIsNone(self.choose('2:4.24.5+dfsg-1'))
+
+    def test_release_branch_before_master(self):
+        branch = self.commit(25)
+        self.git('branch', 'v4-25-test')
+        self.commit(26)
+        self.assertEqual(self.choose('2:4.25.1+dfsg-1'), branch)
 
 
 class DebianPackageTest(unittest.TestCase):
