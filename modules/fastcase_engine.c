@@ -1586,6 +1586,26 @@ static enum fastcase_result cursor_lookup(struct fastcase_engine *e,
 }
 
 /*
+ * path with "/" and name appended, in place where talloc can: no format
+ * to parse, as a deep path appends twice per component. NULL when out of
+ * memory.
+ */
+static char *path_append(char *path, const char *name)
+{
+	size_t len = strlen(path), sep = (len != 0), add = strlen(name);
+	char *longer = talloc_realloc(NULL, path, char, len + sep + add + 1);
+
+	if (longer == NULL) {
+		return NULL;
+	}
+	if (sep) {
+		longer[len] = '/';
+	}
+	memcpy(longer + len + sep, name, add + 1);
+	return longer;
+}
+
+/*
  * Move the cursor into its directory's subdirectory disk (false: not a
  * directory, or gone). The last directory of a path gets a state: smbd
  * looks up a name in it next.
@@ -1597,7 +1617,7 @@ static bool cursor_descend(struct fastcase_engine *e, struct path_cursor *c,
 		c->base = c->st;
 		c->rel = talloc_strdup(c->mem_ctx, disk);
 	} else {
-		c->rel = talloc_asprintf_append_buffer(c->rel, "/%s", disk);
+		c->rel = path_append(c->rel, disk);
 	}
 	if (c->rel == NULL ||
 	    fstatat(c->base->fd, c->rel, &c->cur, AT_SYMLINK_NOFOLLOW) != 0 ||
@@ -1639,9 +1659,7 @@ enum fastcase_result fastcase_engine_lookup_path(struct fastcase_engine *e,
 		if (res != FASTCASE_FOUND) {
 			break;
 		}
-		out = talloc_asprintf_append_buffer(out, "%s%s",
-						    out[0] == '\0' ? "" : "/",
-						    disk);
+		out = path_append(out, disk);
 		if (out == NULL || !cursor_descend(e, &c, disk, rest == NULL)) {
 			res = FASTCASE_UNKNOWN;
 			break;

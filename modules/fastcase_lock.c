@@ -183,9 +183,13 @@ static int ofd_lock_within(int fd, off_t start, off_t len, unsigned wait_ms,
 	}
 }
 
+/*
+ * A forked child has no lock fd (forget_files_in_child(), run by fork()
+ * itself): no getpid() per lock needed to tell it from its parent.
+ */
 static bool is_opener(const struct fastcase_cache *cache)
 {
-	return cache->file->lock_fd != -1 && cache->file->pid == getpid();
+	return cache->file->lock_fd != -1;
 }
 
 static int dir_lock_within(struct fastcase_cache *cache,
