@@ -718,6 +718,21 @@ def measure_memory(smbd, sizes):
     return out
 
 
+def samba_headers():
+    """The Samba source the module was built against: the version ./waf
+    fetched, and the commit when that was a development tree (no source
+    of the exact release was to be had)."""
+    tree = os.environ.get('FASTCASE_SAMBA_TREE', '')
+    version = os.environ.get('FASTCASE_SAMBA_VERSION', 'unknown')
+    try:
+        with open(os.path.join(tree, '.fastcase-source-commit')) as f:
+            commit = f.read().strip()
+    except OSError:
+        return 'the source of samba %s' % version
+    return ('the development tree %s of Samba git (no source of samba %s '
+            'to be had)' % (commit[:12], version))
+
+
 def machine_info(work):
     info = {'cores': os.cpu_count()}
     with open('/proc/cpuinfo') as f:
@@ -733,6 +748,7 @@ def machine_info(work):
     info['smbd'] = subprocess.run([harness.tool('smbd'), '-V'],
                                   capture_output=True,
                                   text=True).stdout.strip()
+    info['samba_headers'] = samba_headers()
     fs = subprocess.run(['findmnt', '-n', '-o', 'FSTYPE', '-T', work],
                         capture_output=True, text=True).stdout.strip()
     info['filesystem'] = fs

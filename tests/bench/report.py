@@ -226,6 +226,8 @@ def markdown(res, plot_name):
     L.append('| RAM | %s |' % fmt_bytes(m.get('ram_bytes')))
     L.append('| kernel | %s |' % m['kernel'])
     L.append('| smbd | %s |' % m['smbd'])
+    if 'samba_headers' in m:
+        L.append('| built against | %s |' % m['samba_headers'])
     L.append('| file system of the directories | %s |' % m['filesystem'])
     L.append('| module built from | %s |' % m['commit'])
     L.append('')
