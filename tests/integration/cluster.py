@@ -51,11 +51,20 @@ def _pid_alive(pid):
         return False
 
 
+def _signal(pid, sig):
+    """Whether pid was there to take sig: a process told to shut down
+    (ctdb shutdown) may be gone between the look and the kill."""
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
 def _stop_pid(pid, timeout=10):
     """SIGTERM, wait (bounded), then SIGKILL: one process, by PID."""
-    if pid is None or not _pid_alive(pid):
+    if pid is None or not _signal(pid, signal.SIGTERM):
         return
-    os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while _pid_alive(pid) and time.monotonic() < deadline:
         try:
@@ -64,7 +73,7 @@ def _stop_pid(pid, timeout=10):
             pass
         time.sleep(0.05)
     if _pid_alive(pid):
-        os.kill(pid, signal.SIGKILL)
+        _signal(pid, signal.SIGKILL)
 
 
 def _process_tree(pid):
