@@ -114,6 +114,19 @@ def size_dir(n):
     return 'd%d' % n
 
 
+# Operations that change the directory. In these cells sensitive works in
+# a twin of the size directory (same files, same deep paths): its creates
+# and renames in the fastcase directory would be outside changes that the
+# watching fastcase process applies, and were billed to fastcase's create
+# and rename (DESIGN.md, "The benchmark"). What outside changes cost a
+# watching process is measured on its own (measure_outside()).
+CHANGING_OPS = ('create', 'rename')
+
+
+def twin_dir(n):
+    return 'd%d_twin' % n
+
+
 def index(k, files, offset=0):
     """The k-th file index of a sequence that repeats no index for
     k < files."""
@@ -318,7 +331,7 @@ def expect_missing(conn, path):
 class Cell:
     """One (size, operation): the names each configuration uses."""
 
-    def __init__(self, size, op, tree, tag, configs=None):
+    def __init__(self, size, op, tree, tag, configs=None, twinned=()):
         self.configs = configs or CONFIGS
         self.size = size
         self.files = FILES[size]
@@ -327,11 +340,17 @@ class Cell:
         self.local = os.path.join(tree, self.d)
         self.offset = OPS.index(op) * 1000003
         self.tag = tag
+        # configuration -> its directory, when not self.d
+        self.twin = {c: twin_dir(size) for c in twinned
+                     if op in CHANGING_OPS}
         self.created = []
         self.renamed = []
 
+    def dir_of(self, config):
+        return self.twin.get(config, self.d)
+
     def run(self, client, config, k):
-        conn, d = client.conn, self.d
+        conn, d = client.conn, self.dir_of(config)
         op = self.op
         if op in ('exact-case open', 'wrong-case open'):
             name = file_name(index(k, self.files, self.offset))
@@ -344,7 +363,7 @@ class Cell:
             name = 'New_%s_%s_%07d.txt' % (config, self.tag, k)
             open_close(conn, d + '\\' + name, READ_ATTR | WRITE_DATA,
                        FILE_CREATE)
-            self.created.append(name)
+            self.created.append((d, name))
         elif op == 'exact-name find':
             name = spelled(config, file_name(index(k, self.files,
                                                    self.offset)))
@@ -359,7 +378,7 @@ class Cell:
                                   self.files, self.offset))
             dst = 'Renamed_%s_%s_%07d.txt' % (config, self.tag, k)
             conn.rename(d + '\\' + src, d + '\\' + dst)
-            self.renamed.append((src, dst))
+            self.renamed.append((d, src, dst))
         elif op == 'deep wrong-case path':
             parts = [spelled(config, p) for p in deep_components(k)]
             open_close(conn, '\\'.join([d] + parts))
@@ -370,20 +389,23 @@ class Cell:
         """One lookup in the directory by this process before it is timed:
         the per-directory setup of a process (and, after local changes, a
         rebuild of the shared cache) is not what a steady server pays."""
-        expect_missing(client.conn, self.d + '\\Warmup_%s_%s.txt'
-                       % (config, self.tag))
+        expect_missing(client.conn, self.dir_of(config) +
+                       '\\Warmup_%s_%s.txt' % (config, self.tag))
 
-    def restore(self, client):
-        """Undo creates and renames, untimed, through client: on one
-        node the fastcase share's (the process is in sync with the
-        directory, so the shared cache follows without a rebuild)."""
-        conn, d = client.conn, self.d
-        for name in self.created:
-            conn.unlink(d + '\\' + name)
-        for src, dst in self.renamed:
-            conn.rename(d + '\\' + dst, d + '\\' + src)
+    def restore(self, clients, restorer):
+        """Undo creates and renames, untimed: in self.d through the
+        restorer configuration's client (on one node the fastcase share's:
+        the process is in sync with the directory, so the shared cache
+        follows without a rebuild), in a twin through its own
+        configuration's."""
+        by_dir = {self.d: clients[restorer]}
+        by_dir.update({t: clients[c] for c, t in self.twin.items()})
+        for d, name in self.created:
+            by_dir[d].conn.unlink(d + '\\' + name)
+        for d, src, dst in self.renamed:
+            by_dir[d].conn.rename(d + '\\' + dst, d + '\\' + src)
         self.created, self.renamed = [], []
-        settle(conn, d, 'restore_%s' % self.tag)
+        settle(clients[restorer].conn, self.d, 'restore_%s' % self.tag)
 
 
 # configurations that read the whole directory: run apart (see turns())
@@ -466,7 +488,7 @@ def measure_cell(smbd, cell, iterations, budget, restorer='fastcase'):
             'spent': spent[c],
             'cpu_ns_per_op': cpu,
         }
-    cell.restore(clients[restorer])
+    cell.restore(clients, restorer)
     for c in configs:
         clients[c].close()
     return out
@@ -491,6 +513,49 @@ def warm_deep(smbd, size, chains):
         parts = [p.upper() for p in deep_components(k)]
         open_close(client.conn, '\\'.join([d] + parts))
     client.close()
+
+
+# ---------------------------------------------------------------------------
+# outside changes
+# ---------------------------------------------------------------------------
+
+OUTSIDE_CHANGES = 250
+OUTSIDE_INTERVAL = 0.001
+
+
+def measure_outside(smbd, tree, size):
+    """What a fastcase process that watches a directory pays for changes
+    other programs make there while it is idle: CPU time of the process
+    per local create, then per local rename, one every OUTSIDE_INTERVAL;
+    then a wrong-case open of the last renamed file must find it."""
+    d = size_dir(size)
+    local = os.path.join(tree, d)
+    names = ['Outside_%07d.txt' % i for i in range(OUTSIDE_CHANGES)]
+    client = Client(smbd, 'fastcase')
+    PLACEMENT.serve(client)
+    expect_missing(client.conn, d + '\\Outside_warmup.txt')
+    out = {'changes': OUTSIDE_CHANGES, 'interval': OUTSIDE_INTERVAL}
+
+    def changes(kind, change):
+        time.sleep(0.3)
+        cpu0 = client.cpu_ns()
+        for name in names:
+            change(os.path.join(local, name))
+            time.sleep(OUTSIDE_INTERVAL)
+        time.sleep(0.3)
+        cpu1 = client.cpu_ns()
+        if cpu0 is not None and cpu1 is not None:
+            out[kind + '_cpu_ns'] = (cpu1 - cpu0) / OUTSIDE_CHANGES
+
+    changes('create', lambda p: os.close(os.open(p, os.O_CREAT |
+                                                 os.O_WRONLY, 0o644)))
+    changes('rename', lambda p: os.rename(p, p + '.moved'))
+    open_close(client.conn, d + '\\' + names[-1].upper() + '.MOVED')
+    for name in names:
+        os.unlink(os.path.join(local, name + '.moved'))
+    settle(client.conn, d, 'outside')
+    client.close()
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -800,8 +865,9 @@ def run(args):
     res = {
         'profile': args.profile,
         # 2: processes pinned, CPU read at a configuration's own end,
-        # the concurrency pair in halves A B B A (report.py's Method)
-        'method_version': 2,
+        # the concurrency pair in halves A B B A (report.py's Method);
+        # 3: sensitive changes a twin directory, outside changes apart
+        'method_version': 3,
         'command': args.command,
         'raw': os.path.relpath(args.json, os.path.dirname(os.path.dirname(
             os.path.dirname(os.path.abspath(__file__))))),
@@ -822,6 +888,7 @@ def run(args):
         'ops': {},
         'cold': {},
         'concurrency': {},
+        'outside': {},
         'memory': {},
         'phase_seconds': {},
     }
@@ -842,6 +909,9 @@ def run(args):
             log('filling %s: %d files, %d deep paths'
                 % (size_dir(n), FILES[n], chains))
             fill(helper, os.path.join(tree, size_dir(n)), FILES[n], chains)
+            if n in sizes:
+                fill(helper, os.path.join(tree, twin_dir(n)), FILES[n],
+                     chains)
         res['phase_seconds']['fill'] = time.monotonic() - t
         time.sleep(0.2)     # past the racy window of the fill's stamps
 
@@ -888,11 +958,17 @@ def run(args):
                 if op == 'deep wrong-case path':
                     warm_deep(smbd, n, args.iterations)
                 log('%s, %s' % (size_dir(n), op))
-                cell = Cell(n, op, tree, tag)
+                cell = Cell(n, op, tree, tag, twinned=('sensitive',))
                 res['ops']['%d|%s' % (n, op)] = measure_cell(
                     smbd, cell, args.iterations, args.budget)
                 time.sleep(0.2)
         res['phase_seconds']['operations'] = time.monotonic() - t
+
+        t = time.monotonic()
+        for n in sizes:
+            log('outside changes: %s' % size_dir(n))
+            res['outside'][str(n)] = measure_outside(smbd, tree, n)
+        res['phase_seconds']['outside'] = time.monotonic() - t
 
         PLACEMENT.untimed()
         t = time.monotonic()

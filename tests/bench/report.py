@@ -70,6 +70,10 @@ def fmt_ms(s):
     return '%.3f' % ms
 
 
+def fmt_us(ns):
+    return 'n/a' if ns is None else '%.1f us' % (ns / 1000)
+
+
 def fmt_ratio(r):
     return 'n/a' if r is None else '%.2fx' % r
 
@@ -200,6 +204,32 @@ def targets(res, table):
                         fmt_bytes(c['name_bytes'])),
                      verdict(r is not None and r <= FOOTPRINT_TARGET)))
     return rows
+
+
+def outside_section(res):
+    """What a watching fastcase process pays for other programs'
+    changes (bench.measure_outside())."""
+    sizes = sorted(res['outside'], key=int)
+    first = res['outside'][sizes[0]]
+    L = ['## Outside changes', '']
+    L.append('A fastcase process that has looked up a name in the '
+             'directory, then stays idle while the bench creates %d files '
+             'there locally, one every %.0f ms, then renames each: its CPU '
+             'time per change, applying the inotify events (in batches, '
+             'while idle). Every process watching the directory pays this '
+             'per change made outside it; the create and rename cells '
+             'above do not include it (sensitive changes a twin '
+             'directory).' % (first['changes'], first['interval'] * 1000))
+    L.append('')
+    L.append('| entries | CPU per outside create | per outside rename |')
+    L.append('|---:|---:|---:|')
+    for n in sizes:
+        x = res['outside'][n]
+        L.append('| %s | %s | %s |' % (
+            fmt_int(int(n)), fmt_us(x.get('create_cpu_ns')),
+            fmt_us(x.get('rename_cpu_ns'))))
+    L.append('')
+    return L
 
 
 def markdown(res, plot_name):
@@ -405,6 +435,9 @@ def markdown(res, plot_name):
                 if ref else 'n/a', '; '.join(note)))
     L.append('')
 
+    if res.get('outside'):
+        L.extend(outside_section(res))
+
     L.append('## Footprint')
     L.append('')
     L.append('The cache file of a cold sample: before its build (after '
@@ -493,7 +526,18 @@ def markdown(res, plot_name):
                  '`/proc/PID/task/*/schedstat` (nanoseconds), over all '
                  'its operations in the cell, divided by their number.'
                  % m.get('perf_event_paranoid', '?'))
-    if res.get('method_version', 1) >= 2:
+    if res.get('method_version', 1) >= 3:
+        L.append('- Creates and renames in a directory queue inotify '
+                 'events for every fastcase process watching it, which it '
+                 'applies as changes made by another program. So that '
+                 'neither configuration pays for the other\'s changes, '
+                 'sensitive creates and renames in a twin of the size '
+                 'directory (the same files and deep paths); the fastcase '
+                 'figures include applying the events of its own creates '
+                 'and renames. What other programs\' changes cost is '
+                 'under "Outside changes". Each configuration\'s CPU time '
+                 'is read when its own iterations end, before stock runs.')
+    elif res.get('method_version', 1) >= 2:
         L.append('- Creates and renames in a shared directory queue inotify '
                  'events for every fastcase process watching it: the '
                  'fastcase figures of those cells include applying the '
