@@ -3,7 +3,8 @@
 Where the machine's time goes when many clients share one directory:
 --clients client processes (one smbd process each) run ./waf bench's
 concurrency mix (wrong-case open, miss, create, exact-case open) on a
-directory of --entries entries, sensitive and fastcase in turn; for each,
+directory of --entries entries (sensitive's in a twin directory, as in the
+bench), sensitive and fastcase in turn; for each,
 the operations per second, the machine's CPU split from /proc/stat, and a
 system-wide perf profile of the smbd processes (self time by symbol, us
 per operation) over the middle of the run. Prints the symbols whose time
@@ -79,8 +80,10 @@ def measure(smbd, tree, args, config, work):
 def run(args):
     with oneshot.Server(args.build, 'fastcase-pconc-') as server:
         bench.FILES[args.entries] = args.entries
-        server.fill(bench.size_dir(args.entries),
-                    (bench.file_name(i) for i in range(args.entries)))
+        for d in (bench.size_dir(args.entries),
+                  bench.twin_dir(args.entries)):
+            server.fill(d, (bench.file_name(i)
+                            for i in range(args.entries)))
         smbd = server.start({
             'sensitive': {'path': server.tree, 'case sensitive': 'yes'},
             'fastcase': {'path': server.tree, 'case sensitive': 'no',
