@@ -29,6 +29,9 @@ CONCURRENCY_TARGET_CLIENTS = 32
 CONCURRENCY_TARGET = 0.9
 FOOTPRINT_TARGET = 3.0
 
+# sensitive's in a twin directory since method_version 3 (bench.py)
+TWINNED_OPS = ('create', 'rename')
+
 DESCRIPTIONS = {
     'exact-case open': 'open (FILE_OPEN) of an existing file, on-disk case',
     'wrong-case open': 'open of an existing file, name in upper case',
@@ -328,6 +331,9 @@ def markdown(res, plot_name):
         L.append('### %s' % op)
         L.append('')
         L.append(DESCRIPTIONS[op] + '.')
+        if op in TWINNED_OPS and res.get('method_version', 1) >= 3:
+            L[-1] += (' Sensitive\'s in a twin of the directory (see '
+                      'Method).')
         L.append('')
         L.append('| entries | config | ops | ops/s | p50 ms | p99 ms | '
                  'p50 / sensitive | server CPU µs/op | CPU / sensitive | '
