@@ -118,9 +118,9 @@ def size_dir(n):
 # a twin of the size directory (same files, same deep paths): its creates
 # and renames in the fastcase directory would be outside changes that the
 # watching fastcase process applies, and were billed to fastcase's create
-# and rename (DESIGN.md, "The benchmark"). What outside changes cost a
-# watching process is measured on its own (measure_outside()).
-CHANGING_OPS = ('create', 'rename')
+# and rename (DESIGN.md, "Where the time goes"). What outside changes cost
+# a watching process is measured on its own (measure_outside()).
+CHANGING_OPS = report.TWINNED_OPS
 
 
 def twin_dir(n):
